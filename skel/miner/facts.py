@@ -1,0 +1,784 @@
+"""Facts about Triton kernels, extracted with libcst.
+
+A *fact* is something a skeleton condition can read without re-parsing: the calls a
+kernel makes (with keyword arguments, loop depth and line), its parameters, its
+decorators (jit, autotune, heuristics), its loops, assignments, names, constants and
+where the host launches it. Both the miner (over whole repositories) and the retriever
+(over the user's kernel) use this one extractor, so a condition sees the same facts in
+both places.
+
+Why the parse is shaped the way it is (platform.md: libcst costs ~124 ms to parse a file
+and ~4x that with position metadata): we parse each kernel-bearing file once, find the
+kernels with a plain visitor, and resolve line positions only for the kernel functions
+themselves by wrapping each one in a small module. Host code never pays for positions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Iterable
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+#: Files not containing this text cannot hold a Triton kernel: skip them before parsing.
+KERNEL_HINT = re.compile(r"\bjit\b")
+
+_MAX_TEXT = 160
+
+
+@dataclass
+class Call:
+    """One call inside a kernel, e.g. ``tl.dot(a, b, input_precision="tf32x3")``."""
+
+    name: str  # canonical dotted name: "tl.dot", "tl.load", ".to" for methods
+    line: int
+    args: list[str] = field(default_factory=list)  # positional arguments, as source text
+    kwargs: dict[str, str] = field(default_factory=dict)  # keyword -> source text
+    loop_depth: int = 0
+    loop_line: int = 0  # line of the innermost enclosing loop, 0 outside loops
+    receiver: str = ""  # for method calls: the object's source text
+    target: str = ""  # name the call's result is assigned to (innermost assignment), if any
+
+
+@dataclass
+class Loop:
+    line: int
+    end_line: int
+    kind: str  # "range", "tl.range", "tl.static_range", "while", or the iterator call name
+    args: list[str] = field(default_factory=list)
+    kwargs: dict[str, str] = field(default_factory=dict)
+    depth: int = 1
+    targets: list[str] = field(default_factory=list)
+    assigned: list[str] = field(default_factory=list)  # names (re)assigned inside the loop
+
+
+@dataclass
+class Assign:
+    line: int
+    targets: list[str]
+    op: str  # "=", "+=", ...
+    value: str
+    names: list[str]  # identifiers the value reads
+    calls: list[str]  # canonical names of calls in the value
+    loop_depth: int = 0
+    loop_line: int = 0
+
+
+@dataclass
+class Param:
+    name: str
+    annotation: str = ""
+    constexpr: bool = False
+    default: str = ""
+
+
+@dataclass
+class Launch:
+    """A host-side ``kernel[grid](..., num_warps=4)`` launch."""
+
+    kernel: str
+    line: int
+    grid: str
+    grid_is_callable: bool
+    kwargs: dict[str, str] = field(default_factory=dict)
+    host_function: str = ""
+    # canonical names of every call in the launching host function (e.g. the
+    # `torch.cuda.get_device_capability` that picks this launch's block sizes)
+    host_calls: list[str] = field(default_factory=list)
+    host_names: list[str] = field(default_factory=list)  # identifiers read in that function
+
+
+@dataclass
+class Decorator:
+    name: str  # canonical: "triton.jit", "triton.autotune", "triton.heuristics", other
+    line: int
+    kwargs: dict[str, str] = field(default_factory=dict)
+    # autotune only: number of triton.Config(...) literal entries (-1 when generated),
+    # and every key named inside the configs (meta-parameters, num_warps, num_stages ...)
+    config_count: int = 0
+    config_keys: list[str] = field(default_factory=list)
+    list_items: list[str] = field(default_factory=list)  # key=[...] / heuristics dict keys
+
+
+@dataclass
+class KernelFacts:
+    name: str
+    path: str
+    line_start: int
+    line_end: int
+    source: str
+    params: list[Param] = field(default_factory=list)
+    decorators: list[Decorator] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    assigns: list[Assign] = field(default_factory=list)
+    names: dict[str, int] = field(default_factory=dict)  # identifier -> first line
+    attributes: dict[str, int] = field(default_factory=dict)  # dotted attribute -> first line
+    constants: dict[str, int] = field(default_factory=dict)  # numeric literal -> first line
+    strings: dict[str, int] = field(default_factory=dict)  # string literal value -> first line
+    ifs: list[dict] = field(default_factory=list)  # {"line", "test", "names", "returns"}
+    returns: list[int] = field(default_factory=list)  # lines of `return` statements
+    launches: list[Launch] = field(default_factory=list)
+    module_calls: dict[str, int] = field(default_factory=dict)  # host calls in the file
+    var_dtypes: dict[str, str] = field(default_factory=dict)  # var -> "fp32"|"lowp"|"fp8"
+    # module-level `NAME = <expr>` assignments (source text), so a keyword passed as a
+    # module constant (`input_precision=DOT_PRECISION`) can be resolved by conditions
+    module_constants: dict[str, str] = field(default_factory=dict)
+
+    # --- convenience queries used by conditions -------------------------------------
+    def calls_named(self, *names: str) -> list[Call]:
+        wanted = set(names)
+        return [c for c in self.calls if c.name in wanted]
+
+    def decorator(self, name: str) -> Decorator | None:
+        for d in self.decorators:
+            if d.name == name:
+                return d
+        return None
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "KernelFacts":
+        d = dict(d)
+        d["params"] = [Param(**p) for p in d.get("params", [])]
+        d["decorators"] = [Decorator(**x) for x in d.get("decorators", [])]
+        d["calls"] = [Call(**x) for x in d.get("calls", [])]
+        d["loops"] = [Loop(**x) for x in d.get("loops", [])]
+        d["assigns"] = [Assign(**x) for x in d.get("assigns", [])]
+        d["launches"] = [Launch(**x) for x in d.get("launches", [])]
+        return cls(**d)
+
+    def tokens(self) -> list[str]:
+        """A bag of structural tokens: the kernel's fingerprint for similarity."""
+        out: set[str] = set()
+        out.update("call:" + c.name for c in self.calls)
+        out.update("kw:" + c.name + "." + k for c in self.calls for k in c.kwargs)
+        out.update("loop:" + lp.kind for lp in self.loops)
+        out.update("dec:" + d.name for d in self.decorators)
+        for p in self.params:
+            out.add(("cparam:" if p.constexpr else "param:") + _param_shape(p.name))
+        out.update("attr:" + a for a in self.attributes if a.startswith("tl."))
+        if any(c.loop_depth for c in self.calls_named("tl.load")):
+            out.add("shape:load-in-loop")
+        if any(c.loop_depth for c in self.calls_named("tl.dot")):
+            out.add("shape:dot-in-loop")
+        if self.launches:
+            out.update("launch:" + k for ln in self.launches for k in ln.kwargs)
+        return sorted(out)
+
+    def text(self) -> str:
+        """The document embedded for vector search: name, parameters and structure."""
+        params = " ".join(p.name for p in self.params)
+        calls = " ".join(sorted({c.name for c in self.calls}))
+        loops = " ".join(sorted({lp.kind for lp in self.loops}))
+        decs = " ".join(sorted({d.name for d in self.decorators}))
+        return (
+            f"triton kernel {self.name.replace('_', ' ')}. parameters: {params}. "
+            f"calls: {calls}. loops: {loops or 'none'}. decorators: {decs}."
+        )
+
+
+def _param_shape(name: str) -> str:
+    """Collapse parameter names into families so similar kernels share tokens."""
+    if name.isupper() or name.startswith(("BLOCK", "USE_", "HAS_", "IS_")):
+        return name
+    if name.endswith("_ptr") or name.endswith("ptr"):
+        return "*_ptr"
+    if name.startswith("stride"):
+        return "stride*"
+    return name.lower()
+
+
+# ---------------------------------------------------------------------------------------
+# name canonicalisation
+# ---------------------------------------------------------------------------------------
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    """``a.b.c`` for Name/Attribute chains, "" otherwise."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else ""
+    return ""
+
+
+class Aliases:
+    """Maps local import names to canonical ``triton`` / ``tl`` spellings."""
+
+    def __init__(self) -> None:
+        self.map: dict[str, str] = {"triton": "triton", "tl": "tl"}
+
+    def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for a in node.names:
+                full = dotted(a.name)
+                local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else full
+                if full.startswith("triton"):
+                    self.map[local] = self._canon(full)
+            return
+        module = dotted(node.module) if node.module else ""
+        if not module.startswith("triton") or isinstance(node.names, cst.ImportStar):
+            return
+        for a in node.names:
+            name = dotted(a.name)
+            local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else name
+            self.map[local] = self._canon(f"{module}.{name}")
+
+    @staticmethod
+    def _canon(full: str) -> str:
+        if full == "triton.language" or full.startswith("triton.language."):
+            return "tl" + full[len("triton.language"):]
+        return full
+
+    def canonical(self, name: str) -> str:
+        if not name:
+            return name
+        head, _, rest = name.partition(".")
+        base = self.map.get(head)
+        if base is None:
+            return name
+        full = f"{base}.{rest}" if rest else base
+        return self._canon(full) if full.startswith("triton.language") else full
+
+
+_JIT = {"triton.jit"}
+_KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+
+
+def _decorator_name(dec: cst.Decorator, aliases: Aliases) -> str:
+    expr = dec.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return aliases.canonical(dotted(expr))
+
+
+def is_kernel(func: cst.FunctionDef, aliases: Aliases) -> bool:
+    return any(_decorator_name(d, aliases) in _JIT for d in func.decorators)
+
+
+# ---------------------------------------------------------------------------------------
+# extraction
+# ---------------------------------------------------------------------------------------
+
+_EMPTY = cst.Module(body=[])
+
+
+def code(node: cst.CSTNode, limit: int = _MAX_TEXT) -> str:
+    text = _EMPTY.code_for_node(node)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _kwargs(call: cst.Call) -> tuple[list[str], dict[str, str]]:
+    args, kwargs = [], {}
+    for a in call.args:
+        if a.keyword is not None:
+            kwargs[a.keyword.value] = code(a.value)
+        elif not a.star:
+            args.append(code(a.value))
+    return args, kwargs
+
+
+_FP32 = ("tl.float32", "float32")
+_LOWP = ("tl.float16", "tl.bfloat16", "float16", "bfloat16", ".dtype", "element_ty")
+_FP8 = ("float8",)
+
+
+def _dtype_of(value_text: str) -> str:
+    """Cheap local dtype inference from an assignment's right-hand side."""
+    if any(s in value_text for s in _FP8):
+        return "fp8"
+    if any(s in value_text for s in _FP32):
+        return "fp32"
+    if ".to(" in value_text and any(s in value_text for s in _LOWP):
+        return "lowp"
+    return ""
+
+
+
+# libcst's own visitor dispatch costs more than the parse itself (it calls hooks for every
+# field of every node). A plain walk over dataclass fields is several times cheaper and is
+# all we need: we never transform the tree.
+_SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
+                "lines_after", "header", "footer", "colon", "equal", "star", "dot",
+                "operator", "newline", "indent", "asynchronous")
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    t = type(node)
+    names = _FIELDS.get(t)
+    if names is None:
+        names = _FIELDS[t] = tuple(
+            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
+    for n in names:
+        v = getattr(node, n)
+        if isinstance(v, cst.CSTNode):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, cst.CSTNode):
+                    yield x
+
+
+def descendants(node: cst.CSTNode, kind: type) -> list:
+    """Every node of ``kind`` below ``node`` (and ``node`` itself), in source order."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            out.append(n)
+        stack.extend(reversed(list(children(n))))
+    return out
+
+
+class Walker:
+    """Calls ``visit_<Type>`` (return False to skip children) and ``leave_<Type>``."""
+
+    def walk(self, node: cst.CSTNode) -> None:
+        name = type(node).__name__
+        visit = getattr(self, "visit_" + name, None)
+        if visit is None or visit(node) is not False:
+            for c in children(node):
+                self.walk(c)
+        leave = getattr(self, "leave_" + name, None)
+        if leave is not None:
+            leave(node)
+
+class _KernelVisitor(Walker):
+    def __init__(self, facts: KernelFacts, aliases: Aliases, offset: int, positions) -> None:
+        self.pos = positions
+        self.f = facts
+        self.al = aliases
+        self.offset = offset
+        self.loops: list[Loop] = []
+        self.assign_targets: list[str] = []
+
+    # positions --------------------------------------------------------------------------
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.pos[node].start.line + self.offset
+
+    def _end(self, node: cst.CSTNode) -> int:
+        return self.pos[node].end.line + self.offset
+
+    def _loop_ctx(self) -> tuple[int, int]:
+        return len(self.loops), (self.loops[-1].line if self.loops else 0)
+
+    # structure ---------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if self.f.params:  # nested helper function: facts still count, params do not
+            return True
+        for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            ann = code(p.annotation.annotation) if p.annotation else ""
+            self.f.params.append(
+                Param(
+                    name=p.name.value,
+                    annotation=ann,
+                    constexpr=self.al.canonical(ann) in ("tl.constexpr", "constexpr"),
+                    default=code(p.default) if p.default else "",
+                )
+            )
+        for dec in node.decorators:
+            self.f.decorators.append(self._decorator(dec))
+        # decorator arguments (autotune configs) are recorded above, not as kernel calls
+        self.walk(node.params)
+        self.walk(node.body)
+        return False
+
+    def _decorator(self, dec: cst.Decorator) -> Decorator:
+        name = _decorator_name(dec, self.al)
+        d = Decorator(name=name, line=self._line(dec))
+        expr = dec.decorator
+        if not isinstance(expr, cst.Call):
+            return d
+        _, d.kwargs = _kwargs(expr)
+        for a in expr.args:
+            if a.star:  # `**autotune_cache_kwargs`: not the configs
+                continue
+            if a.keyword is None and isinstance(a.value, cst.Dict):  # heuristics({...})
+                d.list_items += [code(e.key) for e in a.value.elements if isinstance(e, cst.DictElement)]
+            if a.keyword and a.keyword.value == "key" and isinstance(a.value, (cst.List, cst.Tuple)):
+                d.list_items += [code(e.value) for e in a.value.elements]
+            if a.keyword and a.keyword.value == "configs" or (name == "triton.autotune" and a.keyword is None):
+                self._configs(a.value, d)
+        return d
+
+    def _configs(self, value: cst.BaseExpression, d: Decorator) -> None:
+        keys: set[str] = set()
+        count = 0
+        generated = False
+
+        generated = bool(descendants(value, (cst.ListComp, cst.GeneratorExp)))
+        for node in descendants(value, cst.Call):
+            if dotted(node.func).split(".")[-1] == "Config":
+                count += 1
+                for a in node.args:
+                    if a.keyword is not None:
+                        keys.add(a.keyword.value)
+                    elif isinstance(a.value, cst.Dict):
+                        for e in a.value.elements:
+                            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString):
+                                keys.add(str(e.key.evaluated_value))
+        d.config_count = -1 if generated else count
+        d.config_keys = sorted(keys)
+
+    def visit_For(self, node: cst.For) -> bool:
+        kind, args, kwargs = "iter", [], {}
+        if isinstance(node.iter, cst.Call):
+            kind = self.al.canonical(dotted(node.iter.func)) or "iter"
+            args, kwargs = _kwargs(node.iter)
+        targets = [n.value for n in _names(node.target)]
+        loop = Loop(
+            line=self._line(node), end_line=self._end(node), kind=kind, args=args, kwargs=kwargs,
+            depth=len(self.loops) + 1, targets=targets, assigned=_assigned_names(node.body),
+        )
+        self.f.loops.append(loop)
+        self.loops.append(loop)
+        return True
+
+    def leave_For(self, node: cst.For) -> None:
+        self.loops.pop()
+
+    def visit_While(self, node: cst.While) -> bool:
+        loop = Loop(
+            line=self._line(node), end_line=self._end(node), kind="while", args=[code(node.test)],
+            depth=len(self.loops) + 1, assigned=_assigned_names(node.body),
+        )
+        self.f.loops.append(loop)
+        self.loops.append(loop)
+        return True
+
+    def leave_While(self, node: cst.While) -> None:
+        self.loops.pop()
+
+    def visit_If(self, node: cst.If) -> bool:
+        returns = any(isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, cst.Return) for x in s.body)
+                      for s in node.body.body) if isinstance(node.body, cst.IndentedBlock) else False
+        self.f.ifs.append({
+            "line": self._line(node), "test": code(node.test),
+            "names": sorted({n.value for n in _names(node.test)}), "returns": returns,
+            "loop_depth": len(self.loops),
+        })
+        return True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.f.returns.append(self._line(node))
+
+    # statements --------------------------------------------------------------------------
+    def _record_assign(self, node, targets: list[str], op: str, value: cst.BaseExpression) -> None:
+        depth, loop_line = self._loop_ctx()
+        value_text = code(value, 400)
+        calls = sorted({self._call_name(c) for c in _calls_in(value)})
+        self.f.assigns.append(Assign(
+            line=self._line(node), targets=targets, op=op, value=value_text[:_MAX_TEXT],
+            names=sorted({n.value for n in _names(value)}), calls=calls,
+            loop_depth=depth, loop_line=loop_line,
+        ))
+        dt = _dtype_of(value_text)
+        for t in targets:
+            if dt:
+                self.f.var_dtypes[t] = dt
+            elif op == "=" and t in self.f.var_dtypes and "tl.dot" not in calls:
+                # reassigned from something we cannot type: forget what we knew
+                self.f.var_dtypes.pop(t, None)
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        targets = [code(t.target) for t in node.targets]
+        self._record_assign(node, targets, "=", node.value)
+        self.assign_targets.append(targets[0] if targets else "")
+        return True
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.assign_targets.pop()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        op = code(node.operator).strip()
+        self._record_assign(node, [code(node.target)], op, node.value)
+        self.assign_targets.append(code(node.target))
+        return True
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.assign_targets.pop()
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        if node.value is not None:
+            self._record_assign(node, [code(node.target)], "=", node.value)
+        return True
+
+    # expressions -------------------------------------------------------------------------
+    def _call_name(self, node: cst.Call) -> str:
+        name = self.al.canonical(dotted(node.func))
+        if name:
+            return name
+        if isinstance(node.func, cst.Attribute):  # method on an expression: x.to(...)
+            return "." + node.func.attr.value
+        return "<call>"
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        name = self._call_name(node)
+        if not name.startswith(("tl.", "triton.")) and isinstance(node.func, cst.Attribute):
+            # `b_q.to(...)`: a method call on a local variable, keep the method name only
+            head = dotted(node.func.value)
+            if not head or head.split(".")[0] not in self.al.map:
+                name = "." + node.func.attr.value
+        args, kwargs = _kwargs(node)
+        depth, loop_line = self._loop_ctx()
+        receiver = code(node.func.value) if isinstance(node.func, cst.Attribute) and name.startswith(".") else ""
+        self.f.calls.append(Call(
+            name=name, line=self._line(node), args=args, kwargs=kwargs, loop_depth=depth,
+            loop_line=loop_line, receiver=receiver,
+            target=self.assign_targets[-1] if self.assign_targets else "",
+        ))
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.f.names.setdefault(node.value, self._line(node))
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        name = self.al.canonical(dotted(node))
+        if name:
+            self.f.attributes.setdefault(name, self._line(node))
+        return True
+
+    def visit_Float(self, node: cst.Float) -> None:
+        self.f.constants.setdefault(node.value, self._line(node))
+
+    def visit_Integer(self, node: cst.Integer) -> None:
+        self.f.constants.setdefault(node.value, self._line(node))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        try:
+            val = node.evaluated_value
+        except Exception:  # noqa: BLE001 - odd literal prefixes; the raw text is enough
+            val = node.value
+        if isinstance(val, bytes):
+            val = val.decode("latin-1")
+        self.f.strings.setdefault(val[:80], self._line(node))
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    """Variable reads below ``node``: Names, but not the ``attr`` part of ``a.attr``."""
+    found: list[cst.Name] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            found.append(n)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)
+        else:
+            stack.extend(children(n))
+    return found
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    return descendants(node, cst.Call)
+
+
+def _assigned_names(body: cst.CSTNode) -> list[str]:
+    names: set[str] = set()
+    for n in descendants(body, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
+        names.update(x.value for x in _names(n.target))
+    return sorted(names)
+
+
+class _HostVisitor(Walker):
+    """Finds ``kernel[grid](...)`` launches and what their host function does (no positions).
+
+    A grid is *callable* when it is a lambda, or a name bound to a lambda or to a
+    ``def grid(meta)`` in the launching function or at module level.
+    """
+
+    def __init__(self, aliases: Aliases, grid_funcs: set[str]) -> None:
+        self.al = aliases
+        self.grid_funcs = grid_funcs  # module-level callables usable as grids
+        self.launches: list[Launch] = []
+        self.calls: set[str] = set()
+        self.function = ""
+        self._top: cst.FunctionDef | None = None
+        self._first_launch = 0
+        self._local_callables: set[str] = set()
+        self._host_calls: set[str] = set()
+        self._host_names: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if self._top is None:
+            self.function = node.name.value
+            self._top = node
+            self._first_launch = len(self.launches)
+            self._local_callables, self._host_calls, self._host_names = set(), set(), set()
+        else:
+            self._local_callables.add(node.name.value)  # nested `def grid(meta)`
+        return True
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._top is not node:
+            return
+        for ln in self.launches[self._first_launch:]:
+            if ln.grid in self._local_callables:
+                ln.grid_is_callable = True
+            ln.host_calls = sorted(self._host_calls)
+            ln.host_names = sorted(self._host_names)
+        self._top, self.function = None, ""
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if isinstance(node.value, cst.Lambda):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    (self._local_callables if self._top else self.grid_funcs).add(t.target.value)
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._top is not None:
+            self._host_names.add(node.value)
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        if isinstance(func, cst.Subscript):
+            kernel = dotted(func.value)
+            if kernel and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+                grid_node = func.slice[0].slice.value
+                _, kwargs = _kwargs(node)
+                self.launches.append(Launch(
+                    kernel=kernel.split(".")[-1], line=0, grid=code(grid_node),
+                    grid_is_callable=isinstance(grid_node, cst.Lambda) or (
+                        isinstance(grid_node, cst.Name) and grid_node.value in self.grid_funcs),
+                    kwargs=kwargs, host_function=self.function,
+                ))
+        else:
+            name = self.al.canonical(dotted(func))
+            if name:
+                self.calls.add(name)
+                if self._top is not None:
+                    self._host_calls.add(name)
+        return True
+
+
+class ParseError(Exception):
+    """The file is not valid Python (or not parseable by libcst)."""
+
+
+def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
+    """All Triton kernels in ``source``, with their facts. Raises ParseError."""
+    if not KERNEL_HINT.search(source):
+        return []
+    try:
+        module = cst.parse_module(source)
+    except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
+        msg = str(exc).strip().splitlines()
+        raise ParseError(msg[0] if msg else type(exc).__name__) from exc
+
+    aliases = Aliases()
+    kernels: list[cst.FunctionDef] = []
+    grid_funcs: set[str] = set()
+    constants: dict[str, str] = {}
+
+    def walk(body) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for s in stmt.body:
+                    if isinstance(s, (cst.Import, cst.ImportFrom)):
+                        aliases.add_import(s)
+                    elif (isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None
+                          and isinstance(getattr(s, "target", None) or s.targets[0].target, cst.Name)):
+                        target = s.target if isinstance(s, cst.AnnAssign) else s.targets[0].target
+                        constants[target.value] = code(s.value, 200)
+            elif isinstance(stmt, cst.FunctionDef):
+                if is_kernel(stmt, aliases):
+                    kernels.append(stmt)
+                elif stmt.params.params and stmt.params.params[0].name.value in ("meta", "META"):
+                    grid_funcs.add(stmt.name.value)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+                walk(stmt.body.body)
+                if isinstance(stmt, cst.If) and stmt.orelse is not None:
+                    walk(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse])
+            elif isinstance(stmt, cst.ClassDef):
+                walk(stmt.body.body)
+
+    walk(module.body)
+    if not kernels:
+        return []
+
+    host = _HostVisitor(aliases, grid_funcs)
+    for stmt in module.body:  # kernels themselves launch nothing: skip their bodies
+        if not (isinstance(stmt, cst.FunctionDef) and stmt in kernels):
+            host.walk(stmt)
+    lines = source.splitlines()
+    launch_lines = _launch_lines(lines, {ln.kernel for ln in host.launches})
+    for ln in host.launches:
+        queue = launch_lines.get(ln.kernel)
+        ln.line = queue.pop(0) if queue else 0
+
+    out: list[KernelFacts] = []
+    search_from = 0
+    for func in kernels:
+        def_line, search_from = _find_def(lines, func.name.value, search_from)
+        sub = cst.Module(body=[func.with_changes(leading_lines=[])])
+        positions = _positions(sub)
+        node = sub.body[0]
+        offset = def_line - positions[node.name].start.line  # align with the real `def` line
+        head = node.decorators[0] if node.decorators else node
+        first = positions[head].start.line + offset  # the first decorator
+        last = positions[node].end.line + offset
+        facts = KernelFacts(
+            name=func.name.value, path=path, line_start=max(first, 1), line_end=last,
+            source="\n".join(lines[max(first, 1) - 1:last]),
+        )
+        _KernelVisitor(facts, aliases, offset, positions).walk(node)
+        facts.launches = [ln for ln in host.launches if ln.kernel == facts.name]
+        facts.module_calls = {c: 0 for c in sorted(host.calls)}
+        facts.module_constants = {n: v for n, v in constants.items() if n in facts.names}
+        out.append(facts)
+    return out
+
+
+def _positions(module: cst.Module):
+    """Line/column ranges for every node of a (small) module.
+
+    ``MetadataWrapper.resolve`` also runs a full visitor pass for batchable providers,
+    which costs as much as the code generation that computes positions; calling the
+    provider's generator directly halves the cost. Falls back to the public API if the
+    private hook ever moves.
+    """
+    try:
+        provider = PositionProvider()
+        provider._gen_impl(module)  # noqa: SLF001 - see docstring
+        return provider._computed  # noqa: SLF001
+    except AttributeError:  # pragma: no cover - future libcst
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        return wrapper.resolve(PositionProvider)
+
+
+def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:
+    pat = re.compile(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(")
+    for i in range(start, len(lines)):
+        if pat.match(lines[i]):
+            return i + 1, i + 1
+    for i in range(0, len(lines)):  # defined out of order (e.g. inside an if/else)
+        if pat.match(lines[i]):
+            return i + 1, start
+    return 1, start
+
+
+def _launch_lines(lines: list[str], kernels: set[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    if not kernels:
+        return out
+    pat = re.compile(r"\b(" + "|".join(re.escape(k) for k in kernels) + r")\s*\[")
+    for i, text in enumerate(lines):
+        for m in pat.finditer(text):
+            out.setdefault(m.group(1), []).append(i + 1)
+    return out

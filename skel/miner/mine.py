@@ -1,0 +1,310 @@
+"""The mining pipeline: files → facts → techniques present → records in the store.
+
+Order of writes makes an interrupted mine safe and resumable: for each batch of files we
+delete the files' old kernel records, add the new ones, and only then record the files'
+content hashes. A crash anywhere leaves every file either fully recorded or recorded under
+its old hash, so the next run redoes exactly the unfinished files. Mining twice gives the
+same store: record ids are derived from (source, file, function).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from skel.miner import walk
+from skel.miner.walk import SourceFile, Skipped
+
+Progress = Callable[[int, int, str], None]
+BATCH = 48
+
+
+@dataclass
+class MineReport:
+    source: str
+    version: str
+    root: str
+    files: int = 0  # .py files seen
+    kernel_files: int = 0  # files holding at least one kernel
+    parsed: int = 0  # files parsed this run
+    cached: int = 0  # files whose facts came from the local cache
+    unchanged: int = 0  # files already in the store with the same hash
+    removed: int = 0  # files gone since the last mine
+    kernels: int = 0  # kernels now in the store for this source
+    kernels_written: int = 0
+    techniques: Counter = field(default_factory=Counter)
+    skipped: list[Skipped] = field(default_factory=list)
+    seconds: float = 0.0
+    parse_seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["techniques"] = dict(sorted(self.techniques.items(), key=lambda kv: (-kv[1], kv[0])))
+        d["skipped"] = [s.__dict__ for s in self.skipped]
+        return d
+
+
+# --- where the code comes from ----------------------------------------------------------
+
+def resolve_package(name: str) -> tuple[Path, str, str]:
+    """(package directory, distribution name, version) of an installed package."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        raise FileNotFoundError(f"package {name!r} is not importable: {exc}") from exc
+    if spec is None:
+        raise FileNotFoundError(f"package {name!r} is not installed in this environment")
+    if spec.submodule_search_locations:
+        root = Path(list(spec.submodule_search_locations)[0])
+    elif spec.origin:
+        root = Path(spec.origin)
+    else:
+        raise FileNotFoundError(f"package {name!r} has no files on disk")
+    dists = importlib.metadata.packages_distributions().get(name, [])
+    dist = dists[0] if dists else name
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return root, dist, version
+
+
+def git_version(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+# --- facts, cached by content hash -----------------------------------------------------
+
+def _extract(job: tuple[str, str]) -> tuple[str, list[dict] | str]:
+    """Worker: facts of one file as dicts, or an error string. Never raises."""
+    rel, text = job
+    from skel.miner.facts import ParseError, extract_file
+
+    try:
+        return rel, [k.to_dict() for k in extract_file(text, rel)]
+    except ParseError as exc:
+        return rel, f"syntax error: {exc}"
+    except RecursionError:
+        return rel, "too deeply nested to parse"
+    except Exception as exc:  # noqa: BLE001 - one bad file never aborts a mine
+        return rel, f"extractor failed: {type(exc).__name__}: {exc}"
+
+
+class FactsCache:
+    def __init__(self, root: Path | None) -> None:
+        self.root = root / "facts" if root else None
+
+    def get(self, digest: str) -> list[dict] | str | None:
+        if not self.root:
+            return None
+        p = self.root / digest[:2] / f"{digest}.json"
+        try:
+            return json.loads(p.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, digest: str, value: list[dict] | str) -> None:
+        if not self.root:
+            return
+        p = self.root / digest[:2] / f"{digest}.json"
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(value))
+            tmp.replace(p)  # atomic: a crash never leaves half a cache entry
+        except OSError:
+            pass  # the cache is an optimisation only
+
+
+def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
+                 progress: Progress | None = None) -> tuple[dict[str, list[dict] | str], int]:
+    """Facts for each file (by rel path); returns (results, how many came from cache)."""
+    results: dict[str, list[dict] | str] = {}
+    todo: list[SourceFile] = []
+    for f in files:
+        hit = cache.get(f.digest)
+        if hit is None:
+            todo.append(f)
+        else:
+            results[f.rel] = hit
+    cached = len(results)
+    done = cached
+    total = len(files)
+    if progress:
+        progress(done, total, "parse")
+    by_rel = {f.rel: f for f in todo}
+    if jobs > 1 and len(todo) > 4:
+        import multiprocessing
+
+        # spawn, not fork: the parent may hold chromadb's threads and sockets
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            # largest files first keeps both workers busy until the end
+            order = sorted(todo, key=lambda f: -len(f.text))
+            for rel, value in pool.map(_extract, [(f.rel, f.text) for f in order], chunksize=2):
+                results[rel] = value
+                cache.put(by_rel[rel].digest, value)
+                done += 1
+                if progress:
+                    progress(done, total, rel)
+    else:
+        for f in todo:
+            rel, value = _extract((f.rel, f.text))
+            results[rel] = value
+            cache.put(f.digest, value)
+            done += 1
+            if progress:
+                progress(done, total, rel)
+    return results, cached
+
+
+# --- techniques and tests ----------------------------------------------------------------
+
+def detect(kernel) -> list[str]:
+    """Ids of the catalog techniques a kernel already uses."""
+    from skel.skeletons.registry import all_skeletons
+
+    return [s.id for s in all_skeletons() if s.present.holds(kernel)]
+
+
+def test_map(tests: list[SourceFile]) -> list[tuple[str, set[str], set[str]]]:
+    out = []
+    for t in tests:
+        modules, names = walk.imports_of(t.text)
+        out.append((t.rel, modules, names))
+    return out
+
+
+def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
+    """Tests that import the kernel's module, or a launcher of it from a parent package."""
+    found = []
+    for rel, modules, names in tests:
+        if module in modules or (launchers & names and any(module.startswith(m + ".") for m in modules)):
+            found.append(rel)
+    return sorted(found)
+
+
+# --- the pipeline ------------------------------------------------------------------------
+
+def mine(root: Path, kb, *, source: str | None = None, version: str | None = None,
+         rel_prefix: str = "", jobs: int | None = None, embedder=None,
+         cache_root: Path | None = None, progress: Progress | None = None) -> MineReport:
+    from skel.miner.facts import KernelFacts
+    from skel.store.knowledge import KernelRecord, SourceRecord
+
+    t0 = time.perf_counter()
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"{root} does not exist")
+    source = source or root.resolve().name
+    version = version or git_version(root) or "unversioned"
+    jobs = jobs or min(2, os.cpu_count() or 1)
+    report = MineReport(source=source, version=version, root=str(root))
+
+    files: list[SourceFile] = []
+    for item in walk.discover(root):
+        if isinstance(item, Skipped):
+            item.rel = rel_prefix + item.rel
+            report.skipped.append(item)
+            continue
+        item.rel = rel_prefix + item.rel
+        files.append(item)
+    report.files = len(files) + sum(1 for s in report.skipped if s.rel.endswith(".py"))
+
+    started = SourceRecord(name=source, version=version, root=str(root), state="mining", started=time.time())
+    kb.put_source(started)
+
+    known = kb.file_hashes(source)
+    current = {f.rel: f.digest for f in files}
+    changed = [f for f in files if known.get(f.rel) != f.digest]
+    report.unchanged = len(files) - len(changed)
+    removed = sorted(set(known) - set(current))
+    report.removed = len(removed)
+
+    candidates = [f for f in changed if "triton" in f.text and walk_hint(f.text)]
+    t1 = time.perf_counter()
+    facts, report.cached = extract_many(candidates, FactsCache(cache_root), jobs, progress)
+    report.parse_seconds = time.perf_counter() - t1
+    report.parsed = len(candidates) - report.cached
+
+    tests = test_map([f for f in files if f.is_test])
+    writes: list[tuple[SourceFile, list]] = []
+    for f in changed:
+        value = facts.get(f.rel, [])
+        if isinstance(value, str):
+            report.skipped.append(Skipped(f.rel, value))
+            value = []
+        writes.append((f, [KernelFacts.from_dict(d) for d in value]))
+
+    if removed:
+        kb.delete_kernels({"$and": [{"source": source}, {"file": {"$in": removed}}]})
+        kb.forget_files(source, removed)
+
+    for i in range(0, len(writes), BATCH):
+        batch = writes[i:i + BATCH]
+        records: list[KernelRecord] = []
+        for f, kernels in batch:
+            module = walk.module_name(f.rel)
+            launchers = {ln.host_function for k in kernels for ln in k.launches if ln.host_function}
+            seen: Counter = Counter()
+            for k in kernels:
+                seen[k.name] += 1
+                rid = hashlib.sha1(f"{source}\0{f.rel}\0{k.name}\0{seen[k.name]}".encode()).hexdigest()
+                records.append(KernelRecord(
+                    id=rid, source=source, version=version, file=f.rel, function=k.name,
+                    line_start=k.line_start, line_end=k.line_end, content_hash=f.digest,
+                    techniques=detect(k), tests=covering_tests(module, launchers, tests),
+                    tokens=k.tokens(), text=k.text(),
+                ))
+        if records:
+            if embedder is None:
+                from skel.embed import default_embedder
+
+                embedder = default_embedder(bulk=True)
+            kb.bind_embedder(embedder.name)
+            vectors = embedder.embed([r.text for r in records])
+            for r, v in zip(records, vectors):
+                r.embedding = v
+        # also files never marked: an interrupted run may have added their kernels already
+        batch_files = [f.rel for f, _ in batch]
+        if batch_files:
+            kb.delete_kernels({"$and": [{"source": source}, {"file": {"$in": batch_files}}]})
+        kb.add_many(records)
+        kb.mark_files(source, {f.rel: f.digest for f, _ in batch})  # the commit marker
+        report.kernels_written += len(records)
+        if progress:
+            progress(min(i + BATCH, len(writes)), len(writes), "store")
+
+    mined = kb.kernels(where={"source": source})
+    report.kernels = len(mined)
+    report.kernel_files = len({r.file for r in mined})
+    for r in mined:
+        report.techniques.update(r.techniques)
+    kb.recompute_stats()
+    report.seconds = time.perf_counter() - t0
+    started.state = "complete"
+    started.finished = time.time()
+    started.counts = {"files": report.files, "kernels": report.kernels, "skipped": len(report.skipped)}
+    kb.put_source(started)
+    return report
+
+
+def walk_hint(text: str) -> bool:
+    from skel.miner.facts import KERNEL_HINT
+
+    return bool(KERNEL_HINT.search(text))

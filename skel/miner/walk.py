@@ -1,0 +1,143 @@
+"""Finding the files worth mining, and refusing bad ones without stopping.
+
+Every problem becomes a ``Skipped`` entry with a short reason; nothing here raises for a
+single bad file. Symlinked directories are followed once: a directory seen again through
+another link is a loop and is skipped.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+MAX_BYTES = 2 * 1024 * 1024  # larger .py files are generated tables, not kernels
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv",
+             ".mypy_cache", ".pytest_cache", ".eggs", "build", "dist", "site-packages"}
+TEST_FILE = re.compile(r"(^test_.*\.py$)|(.*_test\.py$)|(^conftest\.py$)")
+
+#: Bump when facts extraction changes, so cached facts are recomputed.
+EXTRACTOR_VERSION = "3"
+
+
+@dataclass
+class SourceFile:
+    rel: str  # path relative to the mined root, with forward slashes
+    text: str
+    digest: str
+    is_test: bool
+
+
+@dataclass
+class Skipped:
+    rel: str
+    reason: str
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha1(EXTRACTOR_VERSION.encode() + b"\0" + data).hexdigest()
+
+
+def discover(root: Path) -> Iterator[SourceFile | Skipped]:
+    """Yield every readable .py file under ``root`` (or ``root`` itself if a file)."""
+    root = Path(root)
+    if root.is_file():
+        yield _read(root, root.name)
+        return
+    seen: set[str] = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            real = os.path.realpath(d)
+        except OSError as exc:  # pragma: no cover - realpath rarely fails
+            yield Skipped(_rel(d, root), f"unresolvable directory: {exc.strerror}")
+            continue
+        if real in seen:
+            yield Skipped(_rel(d, root), "symlink loop (directory already visited)")
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            yield Skipped(_rel(d, root), f"unreadable directory: {exc.strerror}")
+            continue
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir():  # follows symlinks; loops are caught by `seen`
+                    if e.name not in SKIP_DIRS and not e.name.startswith("."):
+                        subdirs.append(Path(e.path))
+                elif e.name.endswith(".py"):
+                    yield _read(Path(e.path), _rel(Path(e.path), root))
+            except OSError as exc:
+                reason = "symlink loop" if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}"
+                yield Skipped(_rel(Path(e.path), root), reason)
+        stack.extend(reversed(subdirs))
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _read(path: Path, rel: str) -> SourceFile | Skipped:
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            return Skipped(rel, f"too large ({size // 1024} KiB > {MAX_BYTES // 1024} KiB)")
+        data = path.read_bytes()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Skipped(rel, "symlink loop")
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            return Skipped(rel, "broken symlink")
+        return Skipped(rel, f"unreadable: {exc.strerror or exc}")
+    if b"\0" in data:
+        return Skipped(rel, "binary (NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Skipped(rel, f"not UTF-8 (byte {exc.start})")
+    name = rel.rsplit("/", 1)[-1]
+    is_test = bool(TEST_FILE.match(name)) or "/tests/" in f"/{rel}" or "/test/" in f"/{rel}"
+    return SourceFile(rel=rel, text=text, digest=digest(data), is_test=is_test)
+
+
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+\(?([^)#\n]*)|import\s+([\w., ]+))", re.M)
+
+
+def imports_of(text: str) -> tuple[set[str], set[str]]:
+    """(modules, names) imported by a file — a regex pass; tests rarely import oddly."""
+    modules: set[str] = set()
+    names: set[str] = set()
+    for m in _IMPORT.finditer(text):
+        if m.group(1):
+            modules.add(m.group(1))
+            for n in m.group(2).split(","):
+                n = n.strip().split(" as ")[0].strip()
+                if n:
+                    names.add(n)
+                    modules.add(f"{m.group(1)}.{n}")
+        else:
+            for n in m.group(3).split(","):
+                n = n.strip().split(" as ")[0].strip()
+                if n:
+                    modules.add(n)
+    return modules, names
+
+
+def module_name(rel: str, package_prefix: str = "") -> str:
+    parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and parts[0] in ("src", "python", "lib"):  # common source roots in repositories
+        parts = parts[1:]
+    dotted = ".".join(parts)
+    return f"{package_prefix}.{dotted}" if package_prefix and dotted else (package_prefix or dotted)

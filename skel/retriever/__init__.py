@@ -1,0 +1,1 @@
+"""From a kernel (and its profile) to ranked, explained skeleton suggestions."""

@@ -1,0 +1,109 @@
+"""Suggestions as text (terminal), markdown (agent prompts) or JSON (programs)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+
+from skel.retriever.suggest import KernelResult, Suggestion
+
+
+def template_diff(s: Suggestion) -> str:
+    """The before → after template as a unified diff: the change, not two copies."""
+    lines = difflib.unified_diff(s.before.splitlines(), s.after.splitlines(), "before", "after",
+                                 lineterm="", n=2)
+    return "\n".join(list(lines)[2:])  # drop the ---/+++ header
+
+
+def _evidence_line(s: Suggestion) -> str:
+    if not s.occurrences:
+        return "no mined kernel uses it yet"
+    where = ", ".join(s.sources[:4])
+    return f"used by {s.occurrences} mined kernel{'s' if s.occurrences != 1 else ''} in {where}"
+
+
+def _verified_line(s: Suggestion) -> str | None:
+    if not s.verified:
+        return None
+    parts = []
+    for v in s.verified[:2]:
+        parts.append(f"{v.get('speedup', '?')}x ±{v.get('spread', '?')} on {v.get('device', '?')} "
+                     f"({'parity ok' if v.get('passed') else 'FAILED'})")
+    return "; ".join(parts)
+
+
+def text(results: list[KernelResult], show_template: bool = True) -> str:
+    out: list[str] = []
+    for r in results:
+        head = f"{r.kernel}  {r.path}:{r.line_start}-{r.line_end}"
+        if not r.suggestions:
+            out.append(f"{head}\n  no skeleton applies ({r.considered} checked)"
+                       + (f"; already uses: {', '.join(r.present)}" if r.present else ""))
+            out.append("")
+            continue
+        out.append(f"{head}\n  {len(r.suggestions)} suggestion(s) from {r.considered} skeletons; "
+                   f"{r.store_kernels} mined kernels in the knowledge base")
+        if r.present:
+            out.append(f"  already uses: {', '.join(r.present)}")
+        for note in r.notes:
+            out.append(f"  note: {note}")
+        for i, s in enumerate(r.suggestions, 1):
+            out.append("")
+            out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}; score {s.score:.2f}]")
+            out.append(f"     {s.summary}")
+            for w in s.why:
+                out.append(f"     why: {w}")
+            for c in s.caveats:
+                out.append(f"     caveat: {c}")
+            out.append(f"     evidence: {_evidence_line(s)}")
+            for loc in s.evidence:
+                sim = f"  similarity {loc.similarity:.2f}" if loc.similarity is not None else ""
+                tests = f"  tests: {', '.join(loc.tests)}" if loc.tests else ""
+                out.append(f"       - {loc}{sim}{tests}")
+            v = _verified_line(s)
+            if v:
+                out.append(f"     verified: {v}")
+            comps = " ".join(f"{k}={v:.2f}" for k, v in s.components.items())
+            out.append(f"     rank: {comps}")
+            if show_template:
+                out.append("     template:")
+                out.extend("       " + ln for ln in template_diff(s).splitlines())
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def markdown(results: list[KernelResult]) -> str:
+    out: list[str] = []
+    for r in results:
+        out.append(f"## `{r.kernel}` ({r.path}:{r.line_start}-{r.line_end})")
+        if r.present:
+            out.append(f"Already uses: {', '.join(f'`{p}`' for p in r.present)}.")
+        if not r.suggestions:
+            out.append(f"No skeleton applies ({r.considered} checked).")
+            out.append("")
+            continue
+        for note in r.notes:
+            out.append(f"> {note}")
+        for i, s in enumerate(r.suggestions, 1):
+            out.append(f"### {i}. `{s.id}` — {s.title}")
+            out.append(f"{s.summary} *({s.category}; {s.status}; score {s.score:.2f})*")
+            out.append("")
+            out.append("**Why it applies**")
+            out.extend(f"- {w}" for w in s.why)
+            out.extend(f"- caveat: {c}" for c in s.caveats)
+            out.append("")
+            out.append(f"**Evidence**: {_evidence_line(s)}")
+            out.extend(f"- `{loc.source}` `{loc.file}:{loc.line}` `{loc.function}`" for loc in s.evidence)
+            v = _verified_line(s)
+            if v:
+                out.append(f"- verified: {v}")
+            out.append("")
+            out.append("```diff")
+            out.append(template_diff(s))
+            out.append("```")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def as_json(results: list[KernelResult]) -> str:
+    return json.dumps({"kernels": [r.to_dict() for r in results]}, indent=2)

@@ -1,0 +1,220 @@
+"""From a kernel to ranked, explained skeleton suggestions.
+
+1. Extract the kernel's facts (the miner's own extractor, so conditions read the same
+   facts at query time as at mining time).
+2. Keep the skeletons whose preconditions hold, whose environment fits the target, and
+   whose technique the kernel does not already use. Nothing else is ever shown: when no
+   skeleton fits we say so instead of padding the list.
+3. Rank what is left by a weighted sum of named components, each in [0, 1]:
+
+   - ``support``:    among the kernel's nearest mined kernels (embedding similarity), the
+                     similarity-weighted share that use the technique — "kernels like
+                     yours do this";
+   - ``facts``:      best structural-token overlap (Jaccard) with a mined kernel that
+                     uses the technique;
+   - ``prevalence``: how many mined kernels use it, log-scaled, across repositories;
+   - ``specificity``: how many precondition facts matched (a skeleton whose
+                     preconditions single the kernel out says more than a generic one);
+   - ``bound``:      the technique addresses the profile's bottleneck (``--bound``);
+   - ``verified``:   verification evidence exists and showed a speedup.
+
+   The components are reported with every suggestion so a reader can see why it ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from skel.skeletons.base import BOUNDS, Target
+
+WEIGHTS = {"support": 0.35, "facts": 0.2, "prevalence": 0.15, "specificity": 0.1, "bound": 0.15,
+           "verified": 0.05}
+NEIGHBOURS = 40
+
+
+class SuggestError(ValueError):
+    """The input cannot be analysed (missing, unparsable, no Triton kernel)."""
+
+
+@dataclass
+class Location:
+    source: str
+    version: str
+    file: str
+    function: str
+    line: int
+    similarity: float | None = None
+    tests: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.file}:{self.line} ({self.function})"
+
+
+@dataclass
+class Suggestion:
+    id: str
+    title: str
+    summary: str
+    category: str
+    status: str
+    score: float
+    components: dict[str, float]
+    why: list[str]
+    caveats: list[str]
+    evidence: list[Location]
+    occurrences: int
+    sources: list[str]
+    verified: list[dict]
+    before: str
+    after: str
+
+
+@dataclass
+class KernelResult:
+    kernel: str
+    path: str
+    line_start: int
+    line_end: int
+    present: list[str]
+    considered: int
+    suggestions: list[Suggestion]
+    store_kernels: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_kernels(path: str | Path, kernel: str | None = None):
+    """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
+    from skel.miner.facts import ParseError, extract_file
+
+    p = Path(path)
+    if not p.exists():
+        raise SuggestError(f"{p}: no such file")
+    if p.is_dir():
+        raise SuggestError(f"{p}: is a directory (give a .py file holding a @triton.jit kernel)")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SuggestError(f"{p}: not UTF-8 (byte {exc.start})") from exc
+    except OSError as exc:
+        raise SuggestError(f"{p}: unreadable: {exc.strerror}") from exc
+    try:
+        kernels = extract_file(text, str(p))
+    except ParseError as exc:
+        raise SuggestError(f"{p}: does not parse: {exc}") from exc
+    if not kernels:
+        raise SuggestError(f"{p}: no @triton.jit kernel found")
+    if kernel:
+        chosen = [k for k in kernels if k.name == kernel]
+        if not chosen:
+            names = ", ".join(k.name for k in kernels)
+            raise SuggestError(f"{p}: no kernel named {kernel!r} (found: {names})")
+        return chosen
+    return kernels
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def suggest(path: str | Path, kb=None, *, kernel: str | None = None, k: int = 5,
+            bound: str | None = None, target: Target | None = None, embedder=None) -> list[KernelResult]:
+    if bound is not None and bound not in BOUNDS:
+        raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
+    kernels = load_kernels(path, kernel)
+    return [suggest_for(kf, kb, k=k, bound=bound, target=target, embedder=embedder) for kf in kernels]
+
+
+def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Target | None = None,
+                embedder=None, exclude: dict | None = None) -> KernelResult:
+    """Suggestions for one kernel's facts. ``exclude`` is a chroma ``where`` clause that
+    mined neighbours must satisfy (the retrieval benchmark uses it to hide the kernel's
+    own file from the knowledge base)."""
+    from skel.skeletons.registry import all_skeletons
+
+    target = target or Target()
+    assessments = [s.assess(kf, target) for s in all_skeletons()]
+    present = [a.skeleton.id for a in assessments if a.present is not None]
+    candidates = [a for a in assessments if a.applies]
+    total = kb.count() if kb is not None else 0
+    result = KernelResult(kernel=kf.name, path=kf.path, line_start=kf.line_start, line_end=kf.line_end,
+                          present=present, considered=len(assessments), suggestions=[], store_kernels=total)
+    if not candidates:
+        return result
+
+    neighbours = []
+    stats: dict[str, dict] = {}
+    if total:
+        if embedder is None:
+            from skel.embed import default_embedder
+
+            embedder = default_embedder()
+        kb.bind_embedder(embedder.name)
+        vec = embedder.embed([kf.text()])[0]
+        neighbours = kb.similar(vec, n=NEIGHBOURS, where=exclude)
+        stats = kb.stats()
+    else:
+        result.notes.append("the knowledge base holds no mined kernels yet: ranking uses the catalog "
+                            "only and shows no locations (run `skel mine`)")
+    max_count = max((v["kernels"] for v in stats.values()), default=0)
+    query_tokens = set(kf.tokens())
+    sims = [(n, max(0.0, 1.0 - (n.distance or 0.0))) for n in neighbours]
+    sim_total = sum(s for _, s in sims) or 1.0
+
+    out: list[Suggestion] = []
+    for a in candidates:
+        sid = a.skeleton.id
+        users = [(n, s) for n, s in sims if sid in n.techniques]
+        support = sum(s for _, s in users) / sim_total
+        facts = max((_jaccard(query_tokens, set(n.tokens)) for n, _ in users), default=0.0)
+        count = stats.get(sid, {}).get("kernels", 0)
+        prevalence = math.log1p(count) / math.log1p(max_count) if max_count else 0.0
+        specificity = min(1.0, sum(1 for h in a.matched if h.lines) / 3.0)
+        if bound is None:
+            bound_score = 0.5 if a.skeleton.helps else 0.25
+        else:
+            bound_score = 1.0 if bound in a.skeleton.helps else 0.0
+        verified = kb.evidence(sid) if kb is not None else []
+        good = [v for v in verified if v.get("passed") and float(v.get("speedup", 0)) > 1.0]
+        components = {"support": support, "facts": facts, "prevalence": prevalence,
+                      "specificity": specificity, "bound": bound_score, "verified": 1.0 if good else 0.0}
+        score = sum(WEIGHTS[c] * v for c, v in components.items())
+
+        evidence = _locations(users, kb, sid) if kb is not None and total else []
+        out.append(Suggestion(
+            id=sid, title=a.skeleton.title, summary=a.skeleton.summary,
+            category=a.skeleton.category.value, status=a.skeleton.status.value, score=round(score, 4),
+            components={c: round(v, 3) for c, v in components.items()},
+            why=[str(h) for h in a.matched], caveats=a.env_notes, evidence=evidence,
+            occurrences=count, sources=stats.get(sid, {}).get("sources", []), verified=verified,
+            before=a.skeleton.before.strip("\n"), after=a.skeleton.after.strip("\n"),
+        ))
+    out.sort(key=lambda s: (-s.score, s.id))
+    result.suggestions = out[:k]
+    return result
+
+
+def _locations(users, kb, sid: str, want: int = 3) -> list[Location]:
+    """Up to ``want`` real places using the technique: nearest first, distinct files,
+    then other repositories' uses so the evidence is not all from one place."""
+    picked: list[Location] = []
+    files: set[tuple[str, str]] = set()
+
+    def take(rec, sim):
+        key = (rec.source, rec.file)
+        if key in files or len(picked) >= want:
+            return
+        files.add(key)
+        picked.append(Location(rec.source, rec.version, rec.file, rec.function, rec.line_start,
+                               round(sim, 3) if sim is not None else None, rec.tests[:3]))
+
+    for rec, sim in users:
+        take(rec, sim)
+    if len(picked) < want:
+        for rec in kb.using(sid, limit=want * 4):
+            take(rec, None)
+    return picked

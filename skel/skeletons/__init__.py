@@ -1,0 +1,1 @@
+"""The skeleton catalog: one module per technique under ``catalog/``, fixtures beside it."""

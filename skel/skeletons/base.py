@@ -1,0 +1,246 @@
+"""What a skeleton is: an optimisation technique with the conditions under which it
+applies, a before → after template, documentation under fixed headings, a status and
+evidence.
+
+Each skeleton lives in its own module under ``skel/skeletons/catalog/``. The module
+docstring *is* its documentation, under these headings (the registry refuses a module
+that lacks one)::
+
+    ## What it does
+    ## Why it is faster
+    ## Applies when
+    ## Does not apply when
+    ## References
+
+The example section is generated from ``before``/``after``; evidence comes from the
+store (mined occurrences, verification runs) and is never written by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from skel.skeletons.conditions import ALWAYS, Condition, Hit
+
+if TYPE_CHECKING:
+    from skel.miner.facts import KernelFacts
+
+DOC_HEADINGS = ("What it does", "Why it is faster", "Applies when", "Does not apply when", "References")
+ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class Category(str, Enum):
+    TUNING = "tuning and specialization"
+    MEMORY = "memory access"
+    ARITHMETIC = "arithmetic and precision"
+    DECOMPOSITION = "decomposition and scheduling"
+    FUSION = "fusion and recomputation"
+    HOST = "host and runtime"
+
+
+class Status(str, Enum):
+    DRAFT = "draft"  # mined or written, not yet verified by skel
+    VALIDATED = "validated"  # verified (same results, measured speedup) on this environment
+    STALE = "stale"  # validated once, but its environment (Triton, arch) has drifted
+
+
+BOUNDS = ("memory", "compute", "latency", "occupancy")
+
+
+def _version(v: str) -> tuple[int, ...]:
+    parts = []
+    for piece in v.split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group(0)))
+    return tuple(parts)
+
+
+def version_in(version: str, spec: str) -> bool:
+    """``version_in("3.7.1", ">=3.0,<3.9")``: a small, dependency-free range check."""
+    v = _version(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        m = re.match(r"(>=|<=|==|!=|>|<)\s*([\d.]+)", clause)
+        if not m:
+            raise ValueError(f"bad version clause {clause!r} in {spec!r}")
+        op, other = m.group(1), _version(m.group(2))
+        n = max(len(v), len(other))
+        a, b = v + (0,) * (n - len(v)), other + (0,) * (n - len(other))
+        ok = {">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b}[op]
+        if not ok:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the user's kernel will run. Unknown fields never block a suggestion; they
+    turn into caveats instead."""
+
+    backend: str | None = None  # "cuda" | "rocm"
+    cc: int | None = None  # compute capability as an int: 80, 90, 100
+    triton: str | None = None  # "3.7.1"
+
+    def describe(self) -> str:
+        parts = [self.backend or "backend ?", f"sm_{self.cc}" if self.cc else "arch ?",
+                 f"triton {self.triton}" if self.triton else "triton ?"]
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class KnownBad:
+    """A combination where the technique is known to break or regress."""
+
+    reason: str
+    backend: str | None = None
+    triton: str | None = None  # version range, e.g. "<3.4"
+    max_cc: int | None = None  # applies to archs at or below this cc
+
+
+@dataclass(frozen=True)
+class Env:
+    backends: tuple[str, ...] = ("cuda", "rocm")
+    min_cc: int | None = None
+    triton: str | None = None  # version range the technique needs
+    known_bad: tuple[KnownBad, ...] = ()
+
+    def check(self, t: Target) -> tuple[bool, list[str]]:
+        """(compatible, notes). Unknown target facts give notes, not failures."""
+        notes: list[str] = []
+        ok = True
+        if t.backend is None:
+            if set(self.backends) != {"cuda", "rocm"}:
+                notes.append(f"needs {'/'.join(self.backends)} (backend not given)")
+        elif t.backend not in self.backends:
+            ok = False
+            notes.append(f"not available on {t.backend}")
+        if self.min_cc:
+            if t.cc is None:
+                notes.append(f"needs sm_{self.min_cc}+ (arch not given)")
+            elif t.cc < self.min_cc:
+                ok = False
+                notes.append(f"needs sm_{self.min_cc}+, target is sm_{t.cc}")
+        if self.triton:
+            if t.triton is None:
+                notes.append(f"needs triton {self.triton} (version unknown)")
+            elif not version_in(t.triton, self.triton):
+                ok = False
+                notes.append(f"needs triton {self.triton}, target has {t.triton}")
+        for bad in self.known_bad:
+            hits = [
+                bad.backend is None or t.backend == bad.backend,
+                bad.triton is None or (t.triton is not None and version_in(t.triton, bad.triton)),
+                bad.max_cc is None or (t.cc is not None and t.cc <= bad.max_cc),
+            ]
+            if all(hits) and (bad.backend or bad.triton or bad.max_cc):
+                ok = False
+                notes.append(f"known bad: {bad.reason}")
+        return ok, notes
+
+
+@dataclass
+class Assessment:
+    """How one skeleton relates to one kernel."""
+
+    skeleton: "Skeleton"
+    kernel: str
+    present: list[Hit] | None  # the technique is already there (never suggested)
+    matched: list[Hit]  # preconditions that hold, with lines
+    failed: list[str]  # preconditions that do not hold
+    env_ok: bool
+    env_notes: list[str]
+
+    @property
+    def applies(self) -> bool:
+        return self.present is None and not self.failed and self.env_ok
+
+
+@dataclass
+class Skeleton:
+    id: str
+    title: str
+    summary: str
+    category: Category
+    doc: str
+    present: Condition
+    preconditions: list[Condition]
+    before: str
+    after: str
+    env: Env = field(default_factory=Env)
+    helps: tuple[str, ...] = ()  # profile bounds it addresses: memory / compute / latency / occupancy
+    status: Status = Status.DRAFT
+    module: str = ""
+
+    def assess(self, k: "KernelFacts", target: Target | None = None) -> Assessment:
+        present = self.present.check(k)
+        matched: list[Hit] = []
+        failed: list[str] = []
+        for cond in self.preconditions:
+            hits = cond.check(k)
+            if hits is None:
+                failed.append(cond.describe)
+            else:
+                matched.extend(hits)
+        env_ok, notes = self.env.check(target or Target())
+        return Assessment(self, k.name, present, matched, failed, env_ok, notes)
+
+    def section(self, heading: str) -> str:
+        return doc_sections(self.doc).get(heading, "")
+
+    @property
+    def references(self) -> list[str]:
+        return [ln.lstrip("-* ").strip() for ln in self.section("References").splitlines() if ln.strip()]
+
+
+def doc_sections(doc: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current = None
+    buf: list[str] = []
+    for line in (doc or "").splitlines():
+        m = re.match(r"^##\s+(.*?)\s*$", line)
+        if m:
+            if current:
+                out[current] = "\n".join(buf).strip()
+            current, buf = m.group(1), []
+        elif current:
+            buf.append(line)
+    if current:
+        out[current] = "\n".join(buf).strip()
+    return out
+
+
+class SkeletonError(ValueError):
+    """A catalog module is incomplete or inconsistent."""
+
+
+def validate(s: Skeleton) -> None:
+    """Refuse incomplete skeletons loudly, naming what is missing."""
+    problems = []
+    if not ID_RE.match(s.id or ""):
+        problems.append(f"id {s.id!r} is not kebab-case")
+    for attr in ("title", "summary", "before", "after"):
+        if not (getattr(s, attr) or "").strip():
+            problems.append(f"missing {attr}")
+    if len(s.summary or "") > 120:
+        problems.append("summary longer than 120 characters")
+    if not isinstance(s.category, Category):
+        problems.append("category is not a Category")
+    if not isinstance(s.status, Status):
+        problems.append("status is not a Status")
+    if not s.preconditions:
+        problems.append("no preconditions (use conditions.ALWAYS only if it truly applies to any kernel)")
+    if s.present is None or s.present is ALWAYS:
+        problems.append("missing `present` condition (how to tell the technique is already used)")
+    for b in s.helps:
+        if b not in BOUNDS:
+            problems.append(f"unknown bound {b!r} in helps")
+    sections = doc_sections(s.doc)
+    for h in DOC_HEADINGS:
+        if not sections.get(h):
+            problems.append(f"doc lacks a non-empty '## {h}' section")
+    if problems:
+        raise SkeletonError(f"skeleton {s.id or s.module}: " + "; ".join(problems))

@@ -1,0 +1,117 @@
+"""Key the autotuner on shape buckets, not on raw per-call lengths.
+
+## What it does
+Replaces a raw, per-call varying length in `@triton.autotune(key=[...])` — `T`,
+`seq_len`, `M` (GEMM rows = tokens), `num_tokens`, `B` — by a coarse bucket the
+launcher computes and passes as an extra argument: `T_BUCKET = triton.next_power_of_2(T)`,
+`0 if T < 8192 else 1 if T < 32768 else 2`, or a `bucket_M`. The raw length stays a
+plain runtime argument (ideally `do_not_specialize`, see that skeleton).
+
+## Why it is faster
+The autotuner re-runs its whole search — compile and benchmark every config — for each
+new key tuple. With a raw sequence length in the key, every new prompt or packed-batch
+length triggers a fresh search, so a variable-length workload spends its time tuning,
+not computing. With a bucket the search runs once per bucket; neighbouring lengths
+usually share a best config, and the bucket boundaries are where it may change.
+
+## Applies when
+- the kernel is autotuned and its `key` lists a length that changes from call to call:
+  `T`, `NT`, `B`, `seq_len`/`seqlen`, `num_tokens`/`n_tokens`, `n_rows`, `batch_size`,
+  `N_CTX`, or a runtime (non-constexpr) `M`;
+- the workload really sees many distinct values (serving, varlen training, evaluation
+  over documents of different lengths).
+
+## Does not apply when
+- the key already holds a bucket (`*_BUCKET`, `bucket_*`): the technique is in place;
+- the best config changes sharply inside a bucket (very short vs long sequences): use
+  finer buckets (power of two) rather than two or three ranges;
+- the length is fixed in practice (fixed-shape training): the raw key costs one search;
+- the length is constexpr *and* sizes a tile: removing it from the key does not stop the
+  recompilation — fix that first (`do-not-specialize`).
+
+## References
+- flash-linear-attention `fla/ops/wall_attn/parallel.py` (`parallel_wall_attn_fwd_kernel`, `T_BUCKET`)
+- flash-linear-attention `fla/ops/nsa/compression.py` (`parallel_nsa_compression_bwd_kernel_dkv`, `T_BUCKET`)
+- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_swiglu_kernel_forward`, `bucket_M`)
+- Triton tutorial `06-fused-attention.py` (`_attn_fwd`, key on `N_CTX`: the raw form)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import autotune_key_names
+from skel.skeletons.catalog.do_not_specialize import VARYING_LENGTH
+from skel.skeletons.conditions import custom
+
+BUCKET_NAME = re.compile(r"(?i)\w*bucket\w*|\w*_(p2|pow2|np2|log2)")
+
+
+def _key_line(k) -> int:
+    d = k.decorator("triton.autotune")
+    return d.line if d else k.line_start
+
+
+def _bucket_keys(k):
+    found = [n for n in autotune_key_names(k) if BUCKET_NAME.fullmatch(n)]
+    return [_key_line(k)] if found else None
+
+
+def _raw_length_keys(k):
+    found = []
+    for n in autotune_key_names(k):
+        p = k.param(n)
+        if VARYING_LENGTH.fullmatch(n) or (n == "M" and p is not None and not p.constexpr):
+            found.append(n)
+    return [_key_line(k)] if found else None
+
+
+BUCKETED_KEY = custom("autotune-key-bucket", "an autotune `key` entry that is a shape bucket (`*_BUCKET`)",
+                      _bucket_keys)
+RAW_LENGTH_KEY = custom("autotune-key-raw-length",
+                        "an autotune `key` listing a raw per-call length (T, seq_len, M, num_tokens, B ...)",
+                        _raw_length_keys)
+
+SKELETON = Skeleton(
+    id="autotune-key-bucketing",
+    title="Bucketed autotune keys for variable lengths",
+    summary="Key autotune on next_power_of_2/bucketed lengths, not raw T/M, so new lengths do not re-tune.",
+    category=Category.TUNING,
+    doc=__doc__,
+    present=BUCKETED_KEY,
+    preconditions=[RAW_LENGTH_KEY],
+    env=Env(),
+    helps=("latency",),
+    before='''
+@triton.autotune(
+    configs=[triton.Config({'BLOCK_N': bn}, num_warps=w) for bn in (32, 64, 128) for w in (4, 8)],
+    key=['T', 'D'],
+)
+@triton.jit
+def row_scores_kernel(q_ptr, k_ptr, s_ptr, T, D: tl.constexpr, BLOCK_N: tl.constexpr):
+    i = tl.program_id(0)
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + i * D + d).to(tl.float32)
+    for start in range(0, T, BLOCK_N):
+        n = start + tl.arange(0, BLOCK_N)
+        kt = tl.load(k_ptr + n[:, None] * D + d[None, :], mask=n[:, None] < T, other=0.0)
+        tl.store(s_ptr + i * T + n, tl.sum(kt * q[None, :], 1), mask=n < T)
+''',
+    after='''
+@triton.autotune(
+    configs=[triton.Config({'BLOCK_N': bn}, num_warps=w) for bn in (32, 64, 128) for w in (4, 8)],
+    key=['T_BUCKET', 'D'],
+)
+@triton.jit(do_not_specialize=['T', 'T_BUCKET'])
+def row_scores_kernel(q_ptr, k_ptr, s_ptr, T, T_BUCKET, D: tl.constexpr, BLOCK_N: tl.constexpr):
+    # launcher: T_BUCKET = triton.next_power_of_2(T)
+    i = tl.program_id(0)
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + i * D + d).to(tl.float32)
+    for start in range(0, T, BLOCK_N):
+        n = start + tl.arange(0, BLOCK_N)
+        kt = tl.load(k_ptr + n[:, None] * D + d[None, :], mask=n[:, None] < T, other=0.0)
+        tl.store(s_ptr + i * T + n, tl.sum(kt * q[None, :], 1), mask=n < T)
+''',
+)

@@ -1,0 +1,93 @@
+"""Restore or zero in-place outputs between autotune trials (`restore_value` / `reset_to_zero`).
+
+## What it does
+Adds `restore_value=[...]` or `reset_to_zero=[...]` to `@triton.autotune`, naming the
+pointer arguments the kernel updates in place or accumulates into with atomics.
+Between benchmark trials the autotuner then copies the saved tensor back
+(`restore_value`) or zeroes it (`reset_to_zero`), so every trial — and the final run —
+starts from the same memory the caller passed in.
+
+## Why it is faster
+It is a *correctness* skeleton that makes autotuning possible at all for such kernels.
+While tuning, the autotuner runs the kernel several times per config. A kernel that does
+`x = load(p); store(p, f(x))` or `tl.atomic_add(p, v)` then compounds its effect: the
+first real call returns garbage (the output was updated once per trial) even though
+every config is individually correct. Without the restore the usual workaround is to
+drop autotuning and hard-code one config, which gives up the speed autotuning buys.
+
+## Applies when
+- the kernel is `@triton.autotune`d with more than one config (a single config is never
+  benchmarked, so no trial runs twice);
+- and it calls `tl.atomic_*` (split-K / dW accumulation, counters) or loads and later
+  stores through the same pointer argument (in-place update, `o += ...` accumulation,
+  in-place gradient as in fused linear cross-entropy).
+
+## Does not apply when
+- the kernel is not autotuned, or has a single config;
+- the output is only written (pure store): repeated trials overwrite it with the same
+  values;
+- the buffer is scratch the caller re-initialises anyway — then the restore only adds a
+  copy per trial.
+Costs: `restore_value` clones the named tensors before tuning (extra memory equal to
+their size) and copies them back after every trial; it only affects the tuning run, not
+later cached calls. Detection here is syntactic: a load and a later store whose pointer
+expressions resolve to the same kernel argument.
+
+## References
+- flash-linear-attention `fla/modules/conv/triton/kernels.py` (`causal_conv1d_update_kernel`, `restore_value`)
+- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_moe_bwd_dW2_kernel`, `reset_to_zero`)
+- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_bwd_kernel`, `reset_to_zero`)
+- Triton `triton.autotune` documentation: `reset_to_zero`, `restore_value`
+"""
+
+from __future__ import annotations
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import ACCUMULATES, autotune_multi_config
+from skel.skeletons.conditions import custom, decorated
+
+MULTI_CONFIG_AUTOTUNE = custom("autotune-multi-config", "`@triton.autotune` with more than one config",
+                               lambda k: [k.decorator("triton.autotune").line] if autotune_multi_config(k) else None)
+RESTORES = decorated("triton.autotune", kw="restore_value", name="autotune-restore-value",
+                     describe="`@triton.autotune(restore_value=...)`") | decorated(
+    "triton.autotune", kw="reset_to_zero", name="autotune-reset-to-zero",
+    describe="`@triton.autotune(reset_to_zero=...)`")
+
+SKELETON = Skeleton(
+    id="autotune-restore-reset",
+    title="restore_value / reset_to_zero for in-place autotuned kernels",
+    summary="Autotuned kernels that accumulate in place or use atomics must restore/zero outputs between trials.",
+    category=Category.TUNING,
+    doc=__doc__,
+    present=RESTORES,
+    preconditions=[MULTI_CONFIG_AUTOTUNE, ACCUMULATES],
+    env=Env(),
+    helps=(),
+    before='''
+@triton.autotune(
+    configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (256, 1024) for w in (2, 4)],
+    key=['N'],
+)
+@triton.jit
+def scale_add_inplace_kernel(x_ptr, y_ptr, alpha, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    y = tl.load(y_ptr + offs, mask=mask)
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, y + alpha * x, mask=mask)
+''',
+    after='''
+@triton.autotune(
+    configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (256, 1024) for w in (2, 4)],
+    key=['N'],
+    restore_value=['y_ptr'],
+)
+@triton.jit
+def scale_add_inplace_kernel(x_ptr, y_ptr, alpha, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    y = tl.load(y_ptr + offs, mask=mask)
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, y + alpha * x, mask=mask)
+''',
+)

@@ -1,0 +1,191 @@
+"""Turn a token-by-token linear recurrence into a chunkwise-parallel scan with tensor-core matmuls.
+
+## What it does
+A linear-attention / SSM-style recurrence written step by step,
+
+    for t in range(T):
+        h = h * decay_t + k_t[:, None] * v_t[None, :]     # [K, V] state, outer product
+        o_t = sum(h * q_t[:, None], 0)
+
+is reorganised over chunks of `BT` tokens. Inside a chunk everything is dense matrix
+algebra (`tl.dot`): the intra-chunk part of the output is a masked
+`(Q K^T ⊙ decay mask) V`, the inter-chunk part is `Q h`; the state is then advanced
+once per chunk, `h = h * decay_chunk + K^T V`. Across chunks only `h` is carried
+(sequentially, or by a separate `chunk_*_fwd_h` kernel that stores `h` per chunk so the
+output kernel can run in parallel over chunks).
+
+## Why it is faster
+The step form does `T` rank-1 updates with elementwise CUDA-core math and a strict
+dependency from one token to the next: it cannot use tensor cores and has little
+parallelism along T. The chunked form turns the same FLOPs into `T / BT` matmuls of
+size `[BT, K] x [K, V]` on tensor cores (often 10x+ the elementwise throughput) and
+lets the intra-chunk work of all chunks run in parallel. It is the core of FLA's
+`chunk_*` kernels.
+
+## Applies when
+- the kernel loops over time steps (`for t in range(T)`) carrying a 2-D state updated
+  with an outer product `k[:, None] * v[None, :]` (plus decay/gating), and uses no
+  `tl.dot`;
+- sequences are long (training, prefill): hundreds of tokens or more per sequence.
+
+## Does not apply when
+- decoding one token at a time (T = 1 per call) or very short sequences: the step
+  kernel is the right tool (FLA keeps `fused_recurrent_*` for exactly this);
+- the recurrence is not linear in the state (a non-linear update of `h` breaks the
+  chunked algebra), or its transition is a dense per-step matrix without a compact
+  chunk form (delta-rule variants need the WY/UT transform: extra kernels, `solve_tril`);
+- the decay is fine-grained and large in magnitude: the intra-chunk decay ratios
+  `exp(g_i - g_j)` can overflow in fp32; FLA uses chunk-local cumulative gates,
+  secondary chunking (`BC` sub-chunks) and sometimes fp32 `tl.dot` with tf32x3;
+- the kernel already chunks (a loop over `NT = cdiv(T, BT)` carrying `b_h` updated
+  with `tl.dot`).
+This is a rewrite of the algorithm, not a local edit: verify against the step kernel
+on random inputs in fp32 before timing.
+
+## References
+- flash-linear-attention `fla/ops/common/chunk_h.py` (`chunk_fwd_kernel_h`)
+- flash-linear-attention `fla/ops/common/chunk_delta_h.py` (`chunk_gated_delta_rule_fwd_kernel_h_blockdim64`)
+- flash-linear-attention `fla/ops/common/fused_chunk.py` (`fused_chunk_fwd_kernel`)
+- flash-linear-attention `fla/ops/common/fused_recurrent.py` (`fused_recurrent_fwd_kernel`, the step form)
+- Yang et al., "Gated Linear Attention Transformers with Hardware-Efficient Training" (2024)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import calls, custom
+
+_ID = re.compile(r"[A-Za-z_]\w*")
+_COL = r"\[\s*:\s*,\s*None\s*\]"
+_ROW = r"\[\s*None\s*,\s*:\s*\]"
+# an outer product k[:, None] * v[None, :] (either order, operands may be parenthesised)
+_OUTER = re.compile(_COL + r"\s*\*\s*\(?[^&|,]*?" + _ROW + "|" + _ROW + r"\s*\*\s*\(?[^&|,]*?" + _COL)
+_CHUNK = re.compile(r"BT|BS|BC|CHUNK_SIZE|chunk_size|BLOCK_T|CHUNK|BLOCK_SIZE_T")
+
+
+def _targets(a) -> list[str]:
+    out = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
+
+
+def _carried(k, lp) -> dict[str, object]:
+    """Names first (re)assigned in the loop by a statement that reads them: loop-carried state."""
+    first: dict[str, object] = {}
+    for a in sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line):
+        for t in _targets(a):
+            first.setdefault(t, a)
+    return {t: a for t, a in first.items() if a.op != "=" or t in a.names}
+
+
+def _dot_updates(k, lp) -> dict[str, list[int]]:
+    """Carried names updated with a tl.dot inside the loop -> update lines."""
+    carried = _carried(k, lp)
+    out: dict[str, list[int]] = {}
+    for a in k.assigns:
+        if lp.line <= a.line <= lp.end_line and "tl.dot" in a.calls:
+            for t in set(_targets(a)) & set(carried):
+                if a.op != "=" or t in a.names or re.search(r"tl\.dot\(.*,\s*" + re.escape(t) + r"\s*\)", a.value):
+                    out.setdefault(t, []).append(a.line)
+    return out
+
+
+def _chunk_state(k) -> list[int]:
+    """A loop over chunks carrying a state updated with tl.dot and also used in the loop
+    (stored per chunk, or multiplied with the chunk's queries)."""
+    if not any(p.constexpr and _CHUNK.fullmatch(p.name) for p in k.params):
+        return []
+    lines = []
+    for lp in k.loops:
+        if lp.kind == "while":
+            continue
+        for name, upd in _dot_updates(k, lp).items():
+            word = re.compile(r"\b" + re.escape(name) + r"\b")
+            used = any(lp.line <= c.line <= lp.end_line and c.line not in upd and c.target != name
+                       and any(word.search(x) for x in c.args) for c in k.calls)
+            used = used or any(lp.line <= a.line <= lp.end_line and a.line not in upd
+                               and name not in _targets(a) and name in a.names for a in k.assigns)
+            if used:
+                lines.append(lp.line)
+                break
+    return lines
+
+
+def _step_recurrence(k) -> list[int]:
+    """A loop over time steps carrying a 2-D state updated with an outer product."""
+    lines = []
+    for lp in k.loops:
+        if lp.kind in ("while", "tl.static_range") or not lp.args:
+            continue
+        if not any(c.name == "tl.load" and lp.line <= c.line <= lp.end_line for c in k.calls):
+            continue
+        carried = _carried(k, lp)
+        for a in k.assigns:
+            if lp.line <= a.line <= lp.end_line and set(_targets(a)) & set(carried) and _OUTER.search(a.value) \
+                    and "tl.load" not in a.calls:
+                lines.append(a.line)
+    return lines
+
+
+CHUNKED_STATE_LOOP = custom(
+    "chunked-state-loop",
+    "a loop over chunks carrying a state updated with `tl.dot` (`b_h += tl.dot(k, v)`) and used per chunk",
+    _chunk_state,
+)
+STEP_RECURRENCE = custom(
+    "step-recurrence",
+    "a loop over time steps carrying a 2-D state updated with an outer product (`h += k[:, None] * v[None, :]`)",
+    _step_recurrence,
+)
+NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
+
+SKELETON = Skeleton(
+    id="chunked-scan",
+    title="Chunkwise-parallel scan for linear recurrences",
+    summary="Replace a per-token outer-product recurrence with chunks of BT tokens: tl.dot inside, state carried across.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=CHUNKED_STATE_LOOP,
+    preconditions=[STEP_RECURRENCE, NO_DOT],
+    env=Env(),
+    helps=("compute",),
+    before='''
+@triton.jit
+def linear_attn_step_kernel(q, k, v, o, T, scale, K: tl.constexpr, V: tl.constexpr):
+    i_bh = tl.program_id(0)
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, V)
+    b_h = tl.zeros([K, V], dtype=tl.float32)
+    for t in range(0, T):
+        b_q = tl.load(q + (i_bh * T + t) * K + o_k).to(tl.float32) * scale
+        b_k = tl.load(k + (i_bh * T + t) * K + o_k).to(tl.float32)
+        b_v = tl.load(v + (i_bh * T + t) * V + o_v).to(tl.float32)
+        b_h += b_k[:, None] * b_v[None, :]
+        b_o = tl.sum(b_h * b_q[:, None], 0)
+        tl.store(o + (i_bh * T + t) * V + o_v, b_o.to(o.dtype.element_ty))
+''',
+    after='''
+@triton.jit
+def linear_attn_chunk_kernel(q, k, v, o, T, scale, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    i_bh = tl.program_id(0)
+    o_i = tl.arange(0, BT)
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, V)
+    m_causal = o_i[:, None] >= o_i[None, :]
+    b_h = tl.zeros([K, V], dtype=tl.float32)
+    for i_t in range(tl.cdiv(T, BT)):
+        o_t = i_t * BT + o_i
+        m_t = o_t < T
+        b_q = tl.load(q + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=m_t[:, None], other=0.0)
+        b_k = tl.load(k + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=m_t[:, None], other=0.0)
+        b_v = tl.load(v + (i_bh * T + o_t[:, None]) * V + o_v[None, :], mask=m_t[:, None], other=0.0)
+        b_q = (b_q * scale).to(b_k.dtype)
+        b_s = tl.where(m_causal, tl.dot(b_q, tl.trans(b_k)), 0.0)
+        b_o = tl.dot(b_q, b_h.to(b_q.dtype)) + tl.dot(b_s.to(b_v.dtype), b_v)
+        b_h += tl.dot(tl.trans(b_k), b_v)
+        tl.store(o + (i_bh * T + o_t[:, None]) * V + o_v[None, :], b_o.to(o.dtype.element_ty), mask=m_t[:, None])
+''',
+)

@@ -1,0 +1,118 @@
+"""Make feature switches `tl.constexpr` flags (USE_*/HAS_*/IS_*) so variants compile out.
+
+## What it does
+Turns a runtime switch argument that the kernel branches on (`if apply_scale:`,
+`if mode == 1:`, `if delta != 0.0:`) into a `tl.constexpr` parameter with a flag name
+(`USE_SCALE: tl.constexpr`, `HAS_BIAS`, `IS_VARLEN`, `STORE_RESIDUAL`). Triton then
+compiles one specialised variant per flag value and deletes the dead branch, its loads
+and its registers, instead of emitting both paths and a runtime test.
+
+## Why it is faster
+A runtime `if` on a scalar keeps both arms in the binary: the unused arm still costs
+registers (raising pressure and possibly lowering occupancy), blocks some scheduling
+across the branch, and may keep extra pointer arithmetic and loads alive. A constexpr
+flag removes all of that; one source then serves many variants at no runtime cost. FLA
+uses flags on ~340 kernels and Liger on its losses (`HAS_WEIGHT`, `HAS_SOFTCAPPING`)
+(techniques.md).
+
+## Applies when
+- the kernel is launched (reads `tl.program_id`) and has an `if` whose test reads only
+  kernel arguments, at least one of them a non-constexpr scalar switch — not a
+  pointer, not a length or dimension, and not a `None` check;
+- the switch takes few values per program (a mode, an on/off option), fixed per call.
+
+## Does not apply when
+- the test is a `None` check (`if bias is not None`): Triton already specialises `None`
+  arguments at compile time;
+- the value is data (`y == ignore_index`) or a bound (`i_t * BT >= T`): these must stay
+  runtime;
+- the switch flips between many values per launch: each value compiles a new variant
+  (more JIT time and cache); keep those runtime or bucket them;
+- the branch is in cold code whose cost does not matter.
+
+## References
+- flash-linear-attention `fla/ops/gla/chunk.py` (`USE_G`, `IS_VARLEN` flags)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY, _pointer, pointer_bases
+from skel.skeletons.catalog.do_not_specialize import VARYING_LENGTH
+from skel.skeletons.conditions import param, custom
+
+#: names that are sizes, strides, lengths or indices, never on/off switches
+_DIMENSION = re.compile(r"[A-Z]|[A-Z]{1,2}[0-9]?|(?i:n|num|max|min)_\w+|\w*(stride|size|dim|len|length|offset)\w*"
+                        r"|(?i:n)[A-Z]\w*"
+                        r"|i_\w+|\w+_(?i:id|idx|index)|(?i:pid|idx)\w*")  # program / chunk indices
+_CONSTANTS = {"None", "True", "False", "tl"}
+
+
+def _pointer_params(k) -> set[str]:
+    out: set[str] = set()
+    for c in k.calls:
+        if c.name in ("tl.load", "tl.store") or c.name.startswith("tl.atomic_"):
+            out |= pointer_bases(_pointer(c), k, c.line)
+    return out
+
+
+def runtime_switch_ifs(k) -> list[int]:
+    """Lines of `if`s that branch only on kernel arguments, one of them a runtime switch."""
+    params = {p.name: p for p in k.params}
+    pointers = _pointer_params(k)
+    lines = []
+    for i in k.ifs:
+        names = set(i["names"]) - _CONSTANTS
+        if not names or not names <= set(params):
+            continue
+        if re.search(r"\bis\s+(not\s+)?None\b", i["test"]):
+            continue
+        switches = [n for n in names if not params[n].constexpr and n not in pointers
+                    and not VARYING_LENGTH.fullmatch(n) and not _DIMENSION.fullmatch(n)]
+        if switches:
+            lines.append(i["line"])
+    return lines
+
+
+RUNTIME_SWITCH_BRANCH = custom(
+    "runtime-switch-branch", "an `if` on a non-constexpr switch argument (a runtime branch on a flag)",
+    runtime_switch_ifs)
+FEATURE_FLAGS = param(r"(?i:use|has|is|store|save)_\w+", constexpr=True, name="constexpr-feature-flag",
+                      describe="a constexpr feature flag (USE_*/HAS_*/IS_*/STORE_*/SAVE_*)")
+
+SKELETON = Skeleton(
+    id="constexpr-feature-flags",
+    title="constexpr feature flags instead of runtime switches",
+    summary="Turn runtime switch arguments the kernel branches on into USE_*/HAS_* constexpr flags that compile out.",
+    category=Category.TUNING,
+    doc=__doc__,
+    present=FEATURE_FLAGS,
+    preconditions=[KERNEL_ENTRY, RUNTIME_SWITCH_BRANCH],
+    env=Env(),
+    helps=("compute", "occupancy"),
+    before='''
+@triton.jit
+def scale_rows_kernel(x_ptr, s_ptr, y_ptr, apply_scale, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    if apply_scale:
+        x = x * tl.load(s_ptr + cols, mask=mask, other=1.0).to(tl.float32)
+    tl.store(y_ptr + row * N + cols, x, mask=mask)
+''',
+    after='''
+@triton.jit
+def scale_rows_kernel(x_ptr, s_ptr, y_ptr, N, USE_SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    if USE_SCALE:
+        x = x * tl.load(s_ptr + cols, mask=mask, other=1.0).to(tl.float32)
+    tl.store(y_ptr + row * N + cols, x, mask=mask)
+''',
+)

@@ -1,0 +1,156 @@
+"""Restore the contiguity and alignment that irregular offset math hides from the compiler.
+
+## What it does
+Wraps offsets (or pointers) whose contiguity the compiler cannot infer in
+`tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)`, marks gathered row starts with
+`tl.multiple_of(row * stride, 16)`, or states a fact with `tl.assume(stride % 16 == 0)`,
+so loads and stores of those addresses become 128-bit vector accesses.
+
+## Why it is faster
+Triton's axis analysis tracks, per dimension, how many consecutive elements are
+contiguous and what power of two divides the address. `tl.arange` plus constexpr or
+16-divisible (specialized) integer arguments keeps that information; a `% M` wrap, a
+`// inner` flattening, a `tl.where` choosing between pointers or an index loaded from
+memory throws it away, and the compiler falls back to scalar (32-bit) accesses. A true
+hint restores vectorized loads, often a several-fold cut in memory instructions for
+memory-bound kernels.
+
+## Applies when
+The address of a `tl.load`/`tl.store` depends on one of:
+- a vector of indices loaded from memory (gathers through `sorted_token_ids`, slot maps,
+  embedding indices) — hint the contiguous inner dimension and the row-start alignment;
+- an offset vector wrapped or split with `%` / `//` (the `offs % M` trick of the Triton
+  matmul tutorial, flattened `idx // inner` loops);
+- a pointer chosen per element with `tl.where` (selecting between source tensors).
+
+## Does not apply when
+- offsets are `pid * BLOCK + tl.arange(...)` or `row * stride` with ordinary integer
+  arguments: Triton already specializes arguments divisible by 16, so the information is
+  there and a hint adds nothing;
+- the hint might be false (odd strides, unaligned slices, views): a wrong
+  `multiple_of`/`max_contiguous` silently produces wrong results, not a slowdown;
+- scalar `//` / `%` on program ids (`i_b, i_h = i_bh // H, i_bh % H`) — that does not
+  touch the vector offsets.
+
+## References
+- Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `% M` then `tl.max_contiguous(tl.multiple_of(...))`)
+- Triton tutorials `python/tutorials/09-persistent-matmul.py` (`matmul_kernel`)
+- flash-linear-attention `fla/ops/attnres/fused.py` (`attnres_fwd_kernel`: pointers chosen with `tl.where`, then `tl.multiple_of`)
+- triton_kernels `matmul_ogs_details/_p_matmul_ogs.py` (`_p_matmul_ogs`: `tl.assume`)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import (_is_vector_expr, call_name, calls_in, flow_of,
+                                                   gathered_address, names_in)
+from skel.skeletons.conditions import calls, custom
+
+
+def _wrapped_offsets(fl, exprs, constexprs: set[str]) -> bool:
+    """`vec % M` or `vec // n` on an arange-derived vector, with a runtime divisor.
+
+    A literal or constexpr divisor is left out: Triton's axis analysis folds those
+    (or the result is genuinely not contiguous, like `arange // 2`)."""
+    for e in exprs:
+        for n in ast.walk(e):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv)) \
+                    and _is_vector_expr(fl, n.left):
+                divisor = names_in(n.right)
+                if divisor and not divisor <= constexprs:
+                    return True
+    return False
+
+
+def _pointer_select(fl, exprs) -> bool:
+    """A per-element `tl.where` inside the address (choosing pointers or offsets by a
+    vector condition); a scalar `tl.where(flag, a, b)` keeps both branches' alignment."""
+    for e in exprs:
+        for c in calls_in(e):
+            if call_name(c) == "tl.where" and c.args and _is_vector_expr(fl, c.args[0]):
+                return True
+    return False
+
+
+def _addresses(k, test):
+    fl = flow_of(k)
+    constexprs = {p.name for p in k.params if p.constexpr}
+    lines = []
+    for c in fl.named("tl.load", "tl.store"):
+        addr = c.arg(0, "pointer")
+        if addr is not None and test(fl, addr, fl.closure(addr)[1], constexprs):
+            lines.append(c.line)
+    return lines
+
+
+HINTS_USED = calls("tl.multiple_of", "tl.max_contiguous", "tl.max_constancy", "tl.assume",
+                   name="contiguity-hint",
+                   describe="`tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy` / `tl.assume`")
+GATHERED_ADDRESS = custom(
+    "address-from-loaded-indices", "a load/store address built from an index vector loaded from memory",
+    lambda k: _addresses(k, lambda fl, addr, exprs, cx: bool(gathered_address(fl, addr))))
+WRAPPED_OFFSETS = custom(
+    "address-from-runtime-mod-div",
+    "a load/store address from offsets wrapped with `% n` or split with `// n` (runtime n)",
+    lambda k: _addresses(k, lambda fl, addr, exprs, cx: _wrapped_offsets(fl, exprs, cx)))
+POINTER_SELECT = custom(
+    "address-from-per-element-where", "a load/store address chosen per element with `tl.where`",
+    lambda k: _addresses(k, lambda fl, addr, exprs, cx: _pointer_select(fl, exprs)))
+IRREGULAR_ADDRESS = GATHERED_ADDRESS | WRAPPED_OFFSETS | POINTER_SELECT
+
+SKELETON = Skeleton(
+    id="contiguity-hints",
+    title="Contiguity and alignment hints",
+    summary="Add tl.multiple_of / tl.max_contiguous / tl.assume where gathers or %, // hide contiguity.",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=HINTS_USED,
+    preconditions=[IRREGULAR_ADDRESS],
+    env=Env(),
+    helps=("memory",),
+    before='''
+@triton.jit
+def matmul_wrapped(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + offs_am[:, None] * stride_am + (k0 + offs_k)[None, :],
+                    mask=(k0 + offs_k)[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :],
+                    mask=(k0 + offs_k)[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+    after='''
+@triton.jit
+def matmul_wrapped(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    # the wrap hides that each run of BM (BN) offsets is contiguous and starts at a multiple
+    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BM), BM)
+    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BN), BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + offs_am[:, None] * stride_am + (k0 + offs_k)[None, :],
+                    mask=(k0 + offs_k)[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :],
+                    mask=(k0 + offs_k)[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+)

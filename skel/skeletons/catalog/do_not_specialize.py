@@ -1,0 +1,159 @@
+"""Stop recompiling for every new sequence length: `do_not_specialize` / de-constexpr lengths.
+
+## What it does
+Two moves with one goal — a length that changes from call to call must not be part of
+the compiled kernel's identity:
+- a length annotated `T: tl.constexpr` (or `seq_len`, `n_rows`, `B`, `NT` ...) becomes
+  a plain runtime argument: every new value of a constexpr is a new compilation;
+- a runtime length is listed in `@triton.jit(do_not_specialize=['T'])`: Triton otherwise
+  specializes integer arguments on `== 1` and on divisibility by 16, so a length that
+  moves between 1, multiples of 16 and other values compiles up to three variants.
+
+## Why it is faster
+It removes compilation from the steady state, not cycles from the kernel. Each
+compilation runs the whole Triton pipeline (and, for an autotuned kernel, every config
+again). With a constexpr sequence length, every new prompt length in serving or every
+new packed-batch length in varlen training stalls on the compiler, and the JIT cache
+grows without bound. FLA marks `T` `do_not_specialize` on most of its kernels.
+
+## Applies when
+- the kernel is launched (reads `tl.program_id`) and has a length-like parameter whose
+  value changes between calls — `T`, `NT`, `B`, `seq_len`, `seqlen`, `batch_size`, `bs`,
+  `n_rows`, `num_tokens`, `N_CTX` ... — and either
+  - it is annotated `tl.constexpr` but sizes no tile (`tl.arange`, `tl.zeros`,
+    block shapes) and bounds no `tl.static_range` — the de-constexpr direction, the big
+    win; or
+  - it is a runtime *sequence or token* length (`T`, `seq_len`, `num_tokens`, `N_CTX`)
+    used in the body, not listed in `do_not_specialize`, and not part of an autotune
+    `key` (a key entry re-tunes per value anyway; see `autotune-key-bucketing`). The gain
+    is small — at most a few extra compiles per kernel — but they land at unpredictable
+    moments in serving (first odd-length prompt, first decode step).
+
+## Does not apply when
+- the value is fixed per model (hidden size `D`/`n_cols`, head dim `K`/`V`, heads `H`):
+  a constexpr there lets Triton unroll and fold constants; keep it;
+- the constexpr is genuinely needed at compile time: it sizes a `tl.arange`/`tl.zeros`
+  tile, bounds a `tl.static_range`, or is a `BLOCK`-like size — derive a bucket
+  (`triton.next_power_of_2`) instead;
+- the length is always a multiple of 16 and loads rely on it for vectorization:
+  `do_not_specialize` drops the divisibility hint (`do_not_specialize_on_alignment`
+  keeps the `== 1` specialization off only for alignment);
+- only a handful of distinct values ever occur (fixed-shape training): the compile is
+  paid once.
+
+## References
+- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`, `do_not_specialize=['T']`)
+- Liger-Kernel `src/liger_kernel/ops/rope.py` (`_triton_rope`, constexpr `bs`)
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`)
+- Triton `triton.jit` documentation: `do_not_specialize`, `do_not_specialize_on_alignment`
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY, autotune_key_names
+from skel.skeletons.conditions import custom, decorated
+
+#: lengths that vary from call to call (sequence, tokens, rows, batch). Model dims such as
+#: N / D / n_cols / K / V / H are fixed per model and deliberately absent; M is ambiguous
+#: (GEMM rows vs. number of modes) and left to callers that know the context.
+VARYING_LENGTH = re.compile(
+    r"T|NT|B|T_?q|T_?k|T_?kv|N_CTX|seq_?len\w*|seqlen\w*|max_seq_?len\w*|seq_length\w*"
+    r"|n_?tokens|num_tokens\w*|total_tokens|n_rows|num_rows|batch|batch_size|bs|num_seqs|n_seqs")
+#: the subset that changes with every request in serving (sequence and token counts): for a
+#: runtime argument only these are worth `do_not_specialize` (the win is a few compiles).
+SEQUENCE_LENGTH = re.compile(
+    r"T|T_?q|T_?k|T_?kv|N_CTX|seq_?len\w*|seqlen\w*|max_seq_?len\w*|seq_length\w*|n_?tokens|num_tokens\w*"
+    r"|total_tokens")
+
+
+def _used_in_body(k, name: str) -> bool:
+    _, sep, body = k.source.partition("\ndef ")
+    body = body if sep else k.source
+    body = body.split("):", 1)[-1]  # after the signature
+    return re.search(rf"\b{re.escape(name)}\b", body) is not None
+
+
+_SHAPE_CALLS = ("tl.arange", "tl.zeros", "tl.full", "tl.reshape", ".reshape", "tl.view", ".view",
+                "tl.broadcast_to", ".broadcast_to", "tl.make_block_ptr", "tl.make_tensor_descriptor")
+
+
+def shape_names(k) -> set[str]:
+    """Identifiers that must be compile-time: tile shapes and static_range bounds."""
+    names: set[str] = set()
+    for c in k.calls:
+        if c.name in _SHAPE_CALLS:
+            args = c.args if c.name not in ("tl.make_block_ptr", "tl.make_tensor_descriptor") else [
+                c.kwargs.get("block_shape", "")] + c.args[4:5]
+            names.update(re.findall(r"[A-Za-z_]\w*", " ".join(args)))
+    for lp in k.loops:
+        if lp.kind == "tl.static_range":
+            names.update(re.findall(r"[A-Za-z_]\w*", " ".join(lp.args)))
+    return names
+
+
+def _constexpr_lengths(k):
+    shapes = shape_names(k)
+    found = [p.name for p in k.params
+             if p.constexpr and VARYING_LENGTH.fullmatch(p.name) and p.name not in shapes]
+    return [k.line_start] if found else None
+
+
+def _specialized_runtime_lengths(k):
+    keyed = set(autotune_key_names(k))
+    found = [p.name for p in k.params
+             if not p.constexpr and SEQUENCE_LENGTH.fullmatch(p.name) and p.name not in keyed
+             and _used_in_body(k, p.name)]
+    return [k.line_start] if found else None
+
+
+CONSTEXPR_LENGTH = custom("constexpr-length", "a per-call length annotated `tl.constexpr` (T, seq_len, n_rows, B ...)",
+                          _constexpr_lengths)
+SPECIALIZED_LENGTH = custom(
+    "specialized-runtime-length",
+    "a runtime sequence/token length (T, seq_len, num_tokens ...) Triton specializes on (not in the autotune key)",
+    _specialized_runtime_lengths)
+DO_NOT_SPECIALIZE = decorated("triton.jit", kw="do_not_specialize", name="jit-do-not-specialize",
+                              describe="`@triton.jit(do_not_specialize=[...])`") | decorated(
+    "triton.jit", kw="do_not_specialize_on_alignment", name="jit-do-not-specialize-on-alignment",
+    describe="`@triton.jit(do_not_specialize_on_alignment=[...])`")
+
+SKELETON = Skeleton(
+    id="do-not-specialize",
+    title="do_not_specialize / de-constexpr per-call lengths",
+    summary="Keep per-call lengths (T, seq_len, n_rows) runtime and unspecialized so new values never recompile.",
+    category=Category.TUNING,
+    doc=__doc__,
+    present=DO_NOT_SPECIALIZE,
+    preconditions=[KERNEL_ENTRY, CONSTEXPR_LENGTH | SPECIALIZED_LENGTH],
+    env=Env(),
+    helps=("latency",),
+    before='''
+@triton.jit
+def rope_kernel(q_ptr, cos_ptr, sin_ptr, seq_len: tl.constexpr, D: tl.constexpr):
+    row = tl.program_id(0)
+    half = tl.arange(0, D // 2)
+    pos = row % seq_len
+    c = tl.load(cos_ptr + pos * (D // 2) + half)
+    s = tl.load(sin_ptr + pos * (D // 2) + half)
+    x1 = tl.load(q_ptr + row * D + half)
+    x2 = tl.load(q_ptr + row * D + D // 2 + half)
+    tl.store(q_ptr + row * D + half, x1 * c - x2 * s)
+    tl.store(q_ptr + row * D + D // 2 + half, x2 * c + x1 * s)
+''',
+    after='''
+@triton.jit(do_not_specialize=['seq_len'])
+def rope_kernel(q_ptr, cos_ptr, sin_ptr, seq_len, D: tl.constexpr):
+    row = tl.program_id(0)
+    half = tl.arange(0, D // 2)
+    pos = row % seq_len
+    c = tl.load(cos_ptr + pos * (D // 2) + half)
+    s = tl.load(sin_ptr + pos * (D // 2) + half)
+    x1 = tl.load(q_ptr + row * D + half)
+    x2 = tl.load(q_ptr + row * D + D // 2 + half)
+    tl.store(q_ptr + row * D + half, x1 * c - x2 * s)
+    tl.store(q_ptr + row * D + D // 2 + half, x2 * c + x1 * s)
+''',
+)

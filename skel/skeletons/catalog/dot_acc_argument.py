@@ -1,0 +1,117 @@
+"""Accumulate inside the MMA: `acc = tl.dot(a, b, acc)` instead of `acc += tl.dot(a, b)`.
+
+## What it does
+Passes the running accumulator as the third argument of `tl.dot` (`acc = tl.dot(a, b, acc)`,
+or `acc=acc`) instead of computing a fresh product and adding it (`acc += tl.dot(a, b)` /
+`acc = acc + tl.dot(a, b)`).
+
+## Why it is faster
+Tensor-core MMAs compute `D = A·B + C` natively. With the accumulator passed in, the
+product lands directly in the accumulator registers (and on Hopper the wgmma chain can
+keep accumulating asynchronously); the separate form materializes a zero-initialized
+product tile and then issues an elementwise add over `BM x BN` fp32 values per
+iteration, with twice the live accumulator registers at the add. Triton's combine pass
+often rewrites `acc + dot(a, b)` into the fused form by itself, so the measured gain is
+frequently zero — the rewrite makes it explicit and robust when something sits between
+the dot and the add (casts, scaling) that would defeat the pattern match.
+
+## Applies when
+- inside a loop, an accumulator is updated with `acc += tl.dot(a, b)` or
+  `acc = acc + tl.dot(a, b)`, where the dot's result is added unmodified;
+- the accumulator has the dot's output dtype (fp32 for fp16/bf16/fp32 operands, int32
+  for int8), as `tl.dot`'s `acc` requires.
+
+## Does not apply when
+- the product is scaled or masked before the add (`acc += tl.dot(a, b) * scale`): the
+  scale would have to move onto an operand, which changes rounding;
+- `acc -= tl.dot(...)`: negate an operand instead, or leave it;
+- the accumulator is kept in a different dtype than the dot's output (an fp16 accumulator);
+- on Blackwell, flash-linear-attention wraps some dots (`safe_dot`) precisely to stop the
+  compiler fusing add and dot, because of a Triton bug (fla-org/flash-linear-attention#638,
+  triton-lang/triton#8695) — do not undo such workarounds.
+
+## References
+- Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `accumulator = tl.dot(a, b, accumulator)`)
+- Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`)
+- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_swiglu_kernel_backward_dGU`: `tl.dot(..., acc=...)`)
+- flash-linear-attention `fla/ops/utils/op.py` (`safe_dot`, the Blackwell workaround)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import call_name, flow_of
+from skel.skeletons.conditions import calls, custom
+
+
+def _has_acc(node: ast.Call) -> bool:
+    return len(node.args) >= 3 or any(k.arg in ("acc", "out") for k in node.keywords)
+
+
+def _bare_dot(expr) -> bool:
+    return isinstance(expr, ast.Call) and call_name(expr) == "tl.dot" and not _has_acc(expr)
+
+
+def _separate_accumulations(k):
+    fl = flow_of(k)
+    lines = []
+    for name, defs in fl.defs.items():
+        for d in defs:
+            if not d.loops:
+                continue
+            if d.op == "+=" and _bare_dot(d.value):
+                lines.append(d.line)
+            elif d.op == "=" and isinstance(d.value, ast.BinOp) and isinstance(d.value.op, ast.Add):
+                sides = (d.value.left, d.value.right)
+                if any(isinstance(x, ast.Name) and x.id == name for x in sides) and any(_bare_dot(x) for x in sides):
+                    lines.append(d.line)
+    return lines
+
+
+DOT_WITH_ACC = calls("tl.dot", where=lambda c, k: len(c.args) >= 3 or "acc" in c.kwargs or "out" in c.kwargs,
+                     name="dot-acc", describe="`tl.dot(a, b, acc)` / `tl.dot(..., acc=...)`")
+ACC_PLUS_DOT_IN_LOOP = custom(
+    "acc-plus-dot-in-loop", "`acc += tl.dot(a, b)` (or `acc = acc + tl.dot(a, b)`) inside a loop",
+    _separate_accumulations)
+
+SKELETON = Skeleton(
+    id="dot-acc-argument",
+    title="Pass the accumulator to tl.dot",
+    summary="Write acc = tl.dot(a, b, acc) instead of acc += tl.dot(a, b) so the MMA accumulates in place.",
+    category=Category.ARITHMETIC,
+    doc=__doc__,
+    present=DOT_WITH_ACC,
+    preconditions=[ACC_PLUS_DOT_IN_LOOP],
+    env=Env(),
+    helps=("compute",),
+    before='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :])
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+''',
+    after='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :])
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+''',
+)

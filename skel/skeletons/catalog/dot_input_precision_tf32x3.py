@@ -1,0 +1,73 @@
+"""Ask for 3xTF32 on fp32 `tl.dot`s whose error matters.
+
+## What it does
+Passes `input_precision="tf32x3"` to a `tl.dot` whose operands are fp32. Triton then
+splits each operand into a TF32 "big" part and a TF32 residual and issues three
+tensor-core MMAs (big*big + big*small + small*big), recovering close to fp32 accuracy.
+
+## Why it is faster
+It is mostly an *accuracy* skeleton. On NVIDIA GPUs the default for fp32 `tl.dot` is
+TF32 (10-bit mantissa), whose error grows with the reduction length — the KDA
+context-parallel bug in the brief. `"ieee"` fixes accuracy but leaves the tensor cores
+idle; `"tf32x3"` keeps most of the tensor-core throughput while cutting the error to
+near-fp32 levels.
+
+## Applies when
+- the kernel has a `tl.dot` whose operands are fp32 (cast with `.to(tl.float32)` or
+  built from fp32 tiles) and it passes neither `input_precision` nor `allow_tf32`;
+- results must match an fp32 reference (triangular solves, cumsum-by-matmul,
+  long-context recurrences, losses).
+
+## Does not apply when
+- the operands are fp16/bf16/fp8 (`input_precision` only matters for fp32 operands);
+- the backend is ROCm: `tf32x3` is CUDA-only (ROCm accepts ieee, bf16x3, bf16x6);
+- raw speed is the goal and TF32 error is acceptable: on an untuned fp32 4096³ matmul
+  on H200, tf32x3 ran ~0.85x of ieee (platform.md) — it is not a speed lever by itself;
+- under `TRITON_INTERPRET=1` the precision argument is ignored, so CPU tests cannot
+  show the difference.
+
+## References
+- flash-linear-attention `fla/ops/kda/chunk_intra.py` (`chunk_kda_fwd_kernel_inter_solve_fused`)
+- flash-linear-attention `fla/ops/gated_delta_rule/chunk_fwd.py`
+- Triton `tl.dot` documentation: `input_precision`
+"""
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import calls, dot_operands_fp32
+
+FP32_DOT = calls("tl.dot", where=dot_operands_fp32, name="fp32-dot", describe="a `tl.dot` on fp32 operands")
+PRECISION_SET = calls("tl.dot", kw="input_precision", name="dot-precision-set",
+                      describe="a `tl.dot` with `input_precision`") | calls(
+    "tl.dot", kw="allow_tf32", name="dot-allow-tf32", describe="a `tl.dot` with `allow_tf32`")
+TF32X3 = calls("tl.dot", kw="input_precision", value="tf32x3", name="dot-tf32x3",
+               describe='`tl.dot(..., input_precision="tf32x3")`')
+
+SKELETON = Skeleton(
+    id="dot-input-precision-tf32x3",
+    title="3xTF32 for fp32 tl.dot",
+    summary="Pass input_precision='tf32x3' to fp32 tl.dot: near-fp32 accuracy at tensor-core speed.",
+    category=Category.ARITHMETIC,
+    doc=__doc__,
+    present=TF32X3,
+    preconditions=[FP32_DOT, ~PRECISION_SET],
+    env=Env(backends=("cuda",), min_cc=80),
+    helps=("compute",),
+    before='''
+@triton.jit
+def solve_kernel(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
+    o = tl.arange(0, BT)
+    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    c = tl.dot(a, b)
+    tl.store(c_ptr + o[:, None] * BT + o[None, :], c)
+''',
+    after='''
+@triton.jit
+def solve_kernel(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
+    o = tl.arange(0, BT)
+    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    c = tl.dot(a, b, input_precision="tf32x3")
+    tl.store(c_ptr + o[:, None] * BT + o[None, :], c)
+''',
+)

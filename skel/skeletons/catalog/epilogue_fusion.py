@@ -1,0 +1,272 @@
+"""Apply the bias, scale, activation, residual or cast to the matmul accumulator before storing it.
+
+## What it does
+A matmul-like kernel that writes its raw accumulator, followed on the host by an
+elementwise op (`y = act(x @ w + b) * s + r`), is extended so that the op runs on the
+accumulator in registers, right after the K loop and before `tl.store`:
+
+    for k in range(0, K, BLOCK_K):
+        acc = tl.dot(a, b, acc)
+    acc = acc * scale + tl.load(bias_ptr + offs_n)[None, :]    # epilogue
+    acc = tl.where(acc >= 0, acc, 0.01 * acc)                   # activation
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=...)
+
+Optional parts are switched with constexpr flags (`HAS_BIAS`, `ACTIVATION`,
+`MUL_ROUTED_WEIGHT`) so one kernel serves every variant.
+
+## Why it is faster
+The separate elementwise kernel reads the whole [M, N] output back from HBM and writes it
+again (plus a launch); in the epilogue the values are already in registers, so the op
+costs a few instructions per element and no memory traffic. For a bandwidth-bound
+elementwise op on an [M, N] bf16 output that is 4*M*N bytes saved per fused op, which is
+significant whenever the GEMM itself is not much larger (small K, skinny shapes, MoE
+expert GEMMs). It also saves the intermediate allocation.
+
+## Applies when
+- the kernel accumulates a `tl.dot` over a loop and stores the raw accumulator
+  (`tl.store(ptr, acc)` or `acc.to(dtype)`) with no further math;
+- the caller applies an elementwise op to that output (bias, scale, activation, gating,
+  residual add, dtype cast, quantisation) — check the host code: the kernel alone
+  cannot show it.
+
+## Does not apply when
+- the output is a split-K partial (atomics or a partial buffer): the op must run after
+  the partials are summed;
+- the following op needs a reduction across the row (softmax, layer norm over N) that
+  one N-tile does not see — that needs a different fusion (N in one tile, or a
+  separate pass);
+- the output is consumed raw elsewhere too (the pre-activation is saved for backward:
+  then store both, or recompute);
+- the kernel already post-processes the accumulator (an activation, a scale by a
+  loaded vector, a residual add, `HAS_BIAS`/`ACTIVATION`/`FUSE_*` flags).
+Extra epilogue operands (bias, scales) add loads and registers; with large tiles and
+deep pipelines that can lower occupancy — keep them as [BLOCK_N] vectors.
+
+## References
+- Triton tutorial `03-matrix-multiplication.py` (`matmul_kernel`, `ACTIVATION == "leaky_relu"`)
+- SGLang `fused_moe_triton_kernels.py` (`fused_moe_kernel`: `MUL_ROUTED_WEIGHT`, fused SwiGLU)
+- vLLM `model_executor/layers/fused_moe/fused_moe.py` (`fused_moe_kernel`, `MUL_ROUTED_WEIGHT`)
+- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_fused_up_proj_swiglu_kernel`)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import calls, custom, param
+
+_ID = re.compile(r"[A-Za-z_]\w*")
+_ARITH = re.compile(r"[-+*/]")
+_NOT_OPERANDS = {"tl", "float32", "float16", "bfloat16", "dtype", "element_ty", "None", "True", "False"}
+
+
+def _targets(a) -> list[str]:
+    out = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
+
+
+def _calls(a) -> set[str]:
+    out = set()
+    for c in a.calls:
+        head = c.split(".")[0]
+        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
+    return out
+
+
+def _dot_accumulators(k) -> list[tuple[object, str]]:
+    """(loop, accumulator) pairs: a name carried across the loop and updated with tl.dot."""
+    out = []
+    for lp in k.loops:
+        if lp.kind == "while":
+            continue
+        body = sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line)
+        first: dict[str, object] = {}
+        for a in body:
+            for t in _targets(a):
+                first.setdefault(t, a)
+        carried = {t for t, a in first.items() if a.op != "=" or t in a.names}
+        found = set()
+        for a in body:
+            if "tl.dot" not in a.calls:
+                continue
+            for t in set(_targets(a)) & carried:
+                if t not in found and not _read_in_loop(k, lp, t) and _pure_accumulation(body, t):
+                    found.add(t)
+                    out.append((lp, t))
+    # keep the outermost loop per accumulator (the K loop, not an inner helper loop)
+    best: dict[str, object] = {}
+    for lp, t in out:
+        if t not in best or lp.depth < best[t].depth:
+            best[t] = lp
+    return [(lp, t) for t, lp in best.items()]
+
+
+def _pure_accumulation(body, name: str) -> bool:
+    """Every update of the name in the loop adds a tl.dot (`acc += tl.dot(..)`, `acc = tl.dot(a, b, acc)`):
+    a GEMM accumulator, not a rescaled one (online softmax `acc * alpha`, a decayed state `h *= g`)."""
+    for a in body:
+        if name not in _targets(a):
+            continue
+        if "tl.dot" not in a.calls:
+            return False
+        if a.op == "+=" or a.op == "-=":
+            continue
+        rest = a.value.replace(" ", "")
+        if re.search(r"\b" + re.escape(name) + r"\s*\*", a.value) or re.search(r"\*\s*" + re.escape(name) + r"\b", a.value):
+            return False
+        if not (re.search(r",\s*(acc\s*=\s*)?" + re.escape(name) + r"\s*(,[^()]*)?\)\s*$", a.value)
+                or rest.startswith(name + "+") or rest.endswith("+" + name)):
+            return False
+    return True
+
+
+def _read_in_loop(k, lp, name: str) -> bool:
+    """The name is used in the loop other than by its own updates: a recurrent state (stored
+    per chunk, multiplied with queries), not a GEMM accumulator."""
+    word = re.compile(r"\b" + re.escape(name) + r"\b")
+    for a in k.assigns:
+        if lp.line <= a.line <= lp.end_line and name not in _targets(a) and name in a.names:
+            return True
+    for c in k.calls:
+        if lp.line <= c.line <= lp.end_line and c.target != name and any(word.search(x) for x in c.args):
+            return True
+    return False
+
+
+def _post(k, lp, acc: str):
+    """Assignments after the loop that derive from the accumulator (outside that loop)."""
+    derived = {acc}
+    chain = []
+    for a in sorted(k.assigns, key=lambda a: a.line):
+        if a.line <= lp.end_line or a.loop_depth >= lp.depth and _inside_any(k, a.line, lp):
+            continue
+        reads = set(a.names) | (set(_targets(a)) if a.op != "=" else set())
+        if reads & derived:
+            chain.append(a)
+            derived |= set(_targets(a))
+    return chain, derived
+
+
+def _inside_any(k, line: int, lp) -> bool:
+    return any(o.line <= line <= o.end_line and o.depth >= lp.depth for o in k.loops if o is not lp)
+
+
+def _epilogue_ops(k, lp, acc: str) -> list[int]:
+    """Post-loop math on the accumulator beyond a cast, with operands that are not the
+    loop's own running statistics (attention's `acc / l_i` is not an epilogue)."""
+    loop_vars = set(lp.assigned) | set(lp.targets)
+    chain, derived = _post(k, lp, acc)
+    lines = []
+    for a in chain:
+        calls = _calls(a) - {".to"}
+        operands = set(a.names) - derived - _NOT_OPERANDS - {c for c in a.calls if "." not in c}
+        if calls - {"tl.dot"} or (_ARITH.search(a.value.replace("->", "")) and operands - loop_vars):
+            if operands - loop_vars or calls - {"tl.dot", "tl.where"}:
+                lines.append(a.line)
+    return lines
+
+
+def _stores_of(k, lp, names: set[str]) -> list:
+    out = []
+    for c in k.calls:
+        if c.name != "tl.store" or c.line <= lp.end_line:
+            continue
+        val = c.args[1] if len(c.args) > 1 else c.kwargs.get("value", "")
+        if set(_ID.findall(val)) & names:
+            out.append((c, val))
+    return out
+
+
+def _fused_epilogue(k) -> list[int]:
+    lines = []
+    for lp, acc in _dot_accumulators(k):
+        ops = _epilogue_ops(k, lp, acc)
+        _, derived = _post(k, lp, acc)
+        if ops and _stores_of(k, lp, derived):
+            lines += ops
+    return lines
+
+
+def _raw_store(k) -> list[int]:
+    """The accumulator (or only a cast of it) stored right after the loop."""
+    lines = []
+    for lp, acc in _dot_accumulators(k):
+        if _epilogue_ops(k, lp, acc):
+            continue
+        chain, derived = _post(k, lp, acc)
+        if any(_calls(a) - {".to"} or set(a.names) - derived - _NOT_OPERANDS for a in chain):
+            continue
+        if any(a.loop_depth != lp.depth - 1 for a in chain):
+            continue  # folded into an enclosing recurrence, not a tile epilogue
+        for c, val in _stores_of(k, lp, derived):
+            expr = re.sub(r"\.to\([^()]*(\([^()]*\))?[^()]*\)", "", val).strip()
+            if expr in derived and c.loop_depth == lp.depth - 1:
+                lines.append(c.line)
+    return lines
+
+
+EPILOGUE_FLAGS = param(r"(ACTIVATION|HAS_BIAS|USE_BIAS|ADD_BIAS|HAS_RESIDUAL|ADD_RESIDUAL|MUL_ROUTED_WEIGHT|"
+                       r"FUSE_\w+|APPLY_\w+|WITH_\w*(BIAS|ACT)\w*)", constexpr=True, name="epilogue-flag",
+                       describe="an epilogue constexpr flag (`ACTIVATION`, `HAS_BIAS`, `FUSE_*`)")
+FUSED_EPILOGUE = custom(
+    "fused-epilogue",
+    "post-loop math on the `tl.dot` accumulator (activation, scale, bias, residual) before `tl.store`",
+    _fused_epilogue,
+)
+RAW_ACC_STORE = custom(
+    "raw-accumulator-store",
+    "a `tl.dot` accumulator stored right after its loop with no math (at most a cast)",
+    _raw_store,
+)
+
+SKELETON = Skeleton(
+    id="epilogue-fusion",
+    title="Fuse the elementwise epilogue into the matmul",
+    summary="Apply bias/scale/activation/residual to the tl.dot accumulator before tl.store instead of a separate pass.",
+    category=Category.FUSION,
+    doc=__doc__,
+    present=FUSED_EPILOGUE | (EPILOGUE_FLAGS & calls("tl.dot", name="dot", describe="a `tl.dot`")),
+    preconditions=[RAW_ACC_STORE],
+    env=Env(),
+    helps=("memory",),
+    before='''
+@triton.jit
+def linear_kernel(x_ptr, w_ptr, y_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(x, w, acc)
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+# host: y = torch.nn.functional.gelu(linear(x, w) + b)
+''',
+    after='''
+@triton.jit
+def linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(x, w, acc)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    # tanh-approximated GELU on the accumulator, in registers
+    acc = 0.5 * acc * (1.0 + tl.extra.cuda.libdevice.tanh(0.7978845608 * (acc + 0.044715 * acc * acc * acc)))
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+)

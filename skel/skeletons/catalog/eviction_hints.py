@@ -1,0 +1,134 @@
+"""Tell the cache what to keep: evict_first for streamed data, evict_last for reused data.
+
+## What it does
+Adds `eviction_policy="evict_first"` to loads (and stores) of data that each program
+reads once while streaming through a loop, and `eviction_policy="evict_last"` to small
+data every program reads again (a norm's weight vector, a gate, a lookup table). For
+data written by other programs in the same launch, `cache_modifier=".cg"` reads around
+L1.
+
+## Why it is faster
+L2 is shared by all SMs. A memory-bound kernel that streams rows or time steps
+otherwise fills L2 with lines that are never read again and pushes out the lines that
+*are* re-read (weights, per-head state, the other operand). Marking the stream
+evict-first and the reused data evict-last keeps the reused working set resident, so
+those re-reads cost L2 latency instead of HBM bandwidth. The gain appears only when the
+streamed bytes exceed L2 (tens of MB) and the reuse pattern is clear; otherwise the hints
+are neutral.
+
+## Applies when
+- there is no `tl.dot` (GEMM/attention tiles are re-read by other programs, where
+  evict_first would hurt), and either
+- a loop streams through memory: a vector load whose address advances every iteration
+  (recurrent time steps, vocab blocks, column blocks), or
+- every program loads the same small vector (its address does not depend on
+  `tl.program_id`), next to per-row data that does — the weight of a row-wise norm.
+
+## Does not apply when
+- the total data fits in L2: nothing gets evicted either way;
+- the "streamed" data is re-read by another program soon after (shared K/V heads in GQA,
+  overlapping windows): evict_first turns L2 hits into HBM reads;
+- on AMD the hints map to different cache controls; measure instead of assuming;
+- as with all hints, they are performance-only: no effect on results, but also no
+  guaranteed gain — keep them only when a measurement shows one.
+
+## References
+- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_fused_up_proj_swiglu_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`, `cache_modifier`)
+- flash-linear-attention `fla/ops/attnres/fused.py` (`attnres_fwd_kernel`, evict_first)
+- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (evict_first v, evict_last q/k)
+- flash-linear-attention `fla/ops/rwkv7/fused_k_update.py` (evict_last on the shared `ka`)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import flow_of, has_call
+from skel.skeletons.conditions import calls, custom
+
+
+def _is_vector_load(fl, c) -> bool:
+    addr = c.arg(0, "pointer")
+    return addr is not None and has_call(fl.closure(addr)[1], "tl.arange")
+
+
+def _multi_pass_rereads(k):
+    """The same address loaded in two different loops: a two-pass kernel (max/sum, then
+    normalize) that reads its row again, which only hits L2 if the first pass kept it."""
+    fl = flow_of(k)
+    seen: dict[str, list] = {}
+    lines = []
+    for c in fl.loads():
+        if not c.loops or not _is_vector_load(fl, c):
+            continue
+        earlier = seen.setdefault(ast.dump(c.arg(0, "pointer")), [])
+        if any(e.loops[-1].line != c.loops[-1].line and not e.exclusive_with(c) for e in earlier):
+            lines.append(c.line)
+        earlier.append(c)
+    return lines
+
+
+def _shared_vector_loads(k):
+    """Vector loads every program repeats (no program id in the address), in a kernel
+    whose other loads are per program."""
+    fl = flow_of(k)
+    shared, per_program = [], []
+    for c in fl.loads():
+        if not _is_vector_load(fl, c):
+            continue
+        names, exprs = fl.closure(c.arg(0, "pointer"))
+        if has_call(exprs, "tl.program_id", "tl.num_programs"):
+            per_program.append(c.line)
+        elif not any(lp.targets & names or any(lp.holds(d.line) for n in names for d in fl.defs.get(n, ()))
+                     for lp in c.loops):
+            shared.append(c.line)
+    return shared if shared and per_program else None
+
+
+HINT_USED = calls("tl.load", "tl.store", kw="eviction_policy", name="eviction-policy",
+                  describe="`tl.load`/`tl.store` with `eviction_policy`") | calls(
+    "tl.load", "tl.store", kw="cache_modifier", name="cache-modifier",
+    describe="`tl.load`/`tl.store` with `cache_modifier`")
+NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
+MULTI_PASS_REREAD = custom(
+    "multi-pass-reread", "the same row loaded again by a later loop (two-pass kernel)", _multi_pass_rereads)
+SHARED_VECTOR_LOAD = custom(
+    "shared-vector-load", "a vector every program loads again (no program id in its address), e.g. a norm weight",
+    _shared_vector_loads)
+
+SKELETON = Skeleton(
+    id="eviction-hints",
+    title="L2 eviction hints for streamed and reused data",
+    summary="evict_first on loads streamed once, evict_last on small data every program re-reads (weights).",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=HINT_USED,
+    preconditions=[NO_DOT, SHARED_VECTOR_LOAD | MULTI_PASS_REREAD],
+    env=Env(),
+    helps=("memory",),
+    before='''
+@triton.jit
+def rms_norm_kernel(x_ptr, w_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * stride + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+''',
+    after='''
+@triton.jit
+def rms_norm_kernel(x_ptr, w_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    # each row is read once; the weight is read by every program
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * stride + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+''',
+)

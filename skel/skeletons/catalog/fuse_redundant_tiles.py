@@ -1,0 +1,240 @@
+"""Stop repeating V-independent work in every V tile: give one program all of V (or wider tiles).
+
+## What it does
+A kernel tiled along the value dimension — `i_v = tl.program_id(0)`, `o_v = i_v * BV +
+tl.arange(0, BV)` — often also does work that does not depend on `i_v` at all: it loads
+q/k (full K), l2-normalises them, computes the gate `exp(A) * softplus(g)` or `beta`,
+all in fp32, before touching its V slice. Every one of the `cdiv(V, BV)` programs of a
+head redoes that work. Fusing the V tiles — one program covers all of V, either with
+`BV = next_power_of_2(V)` or with an inner `for i_v in range(cdiv(V, BV))` loop after
+the shared prologue — does it once per head.
+
+## Why it is faster
+The redundant part is paid `NV = cdiv(V, BV)` times: with V = 128 and BV = 32, q/k
+normalisation and gating run 4x per (token, head). In the KDA decode case of the brief,
+fusing the V tiles gave 1.71x. It helps when that shared work is a real share of the
+program's work (compute-bound, or a recurrence whose per-step fp32 work dominates); in
+a memory-bound step, platform.md measured hoisting such cheap per-tile work at ~1.0x on
+the H200 — the loads dominate and the extra math hides under them.
+
+## Applies when
+- a program-id axis only offsets the V dimension (`i_v * BV`);
+- the kernel computes fp32 normalisation/gating (`tl.sqrt`, `tl.rsqrt`, `exp`,
+  `tl.sigmoid`, `softplus`, `tl.log`) on loaded values whose addresses do not involve
+  `i_v` (q/k, gates, beta);
+- V is moderate (64–256), so a program can hold a [BK, V] state or loop over V tiles;
+- the kernel does no `tl.dot` (recurrent/decode steps, elementwise-heavy kernels): in
+  tensor-core kernels (FLA `chunk_*`), shared gating is a small share next to the
+  matmuls, and the V split is what feeds the MMA pipeline, so they are not flagged.
+
+## Does not apply when
+- the grid is small (decode with few heads and sequences): splitting V is what fills
+  the SMs, and fusing removes parallelism — compare `B * H * NV` with the SM count;
+- the V-independent work is negligible next to the V-dependent loads (memory-bound
+  steps: ~1.0x);
+- the state `[BK, BV]` per program would not fit in registers for `BV = V` (K = V = 256
+  in fp32 is 256 KB): use an inner loop over V tiles instead of one wide tile;
+- the kernel already covers V in one program (an inner loop over V tiles after the
+  shared work, or `BV = next_power_of_2(V)` at launch).
+Detection limits: the facts cannot tell the launch-time value of `BV`; a kernel always
+launched with `BV >= V` is flagged unless the launch in the same file shows it.
+
+## References
+- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`: `i_v` axis, per-tile l2norm and gate)
+- flash-linear-attention `fla/ops/gated_delta_rule/fused_recurrent.py` (`fused_recurrent_gated_delta_rule_fwd_kernel`)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`, V-tiled with shared QK^T)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import calls, custom
+
+_ID = re.compile(r"[A-Za-z_]\w*")
+_BV = r"(BV|BLOCK_V|BLOCK_DV|BLOCK_SIZE_V|BLOCK_D_V)"
+_NORM_GATE = {"tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "exp", "exp2", "tl.sigmoid", "sigmoid", "softplus",
+              "tl.log", "log", "tl.math.rsqrt", "tl.math.exp2", "l2norm", "rsqrt", "sqrt", "logsigmoid"}
+_PURE = {".to", "tl.cdiv", "triton.cdiv", "cdiv"}
+
+
+def _targets(a) -> list[str]:
+    out = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
+
+
+def _calls(a) -> set[str]:
+    out = set()
+    for c in a.calls:
+        head = c.split(".")[0]
+        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def _pairs(a) -> list[tuple[str, set[str]]]:
+    """(target, names it reads); tuple assignments `a, b = x, y` are split per position."""
+    tg = _targets(a)
+    extra = set(tg) if a.op != "=" else set()
+    vals = _split_top(a.value) if len(tg) > 1 else []
+    if len(tg) > 1 and len(vals) == len(tg):
+        return [(t, (set(_ID.findall(v)) & set(a.names)) | extra) for t, v in zip(tg, vals)]
+    return [(t, set(a.names) | extra) for t in tg]
+
+
+def _closure(k, seeds: set[str], *, pure_only: bool = False) -> set[str]:
+    """Names whose value depends on ``seeds`` (through any assignment, or only through
+    integer arithmetic when ``pure_only``)."""
+    out = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for a in k.assigns:
+            if pure_only and (a.loop_depth or not _calls(a) <= _PURE):
+                continue
+            for t, reads in _pairs(a):
+                if t not in out and reads & out:
+                    out.add(t)
+                    changed = True
+    return out
+
+
+def _v_axes(k) -> set[str]:
+    """Program-id-derived indices used only to offset V (`o_v = i_v * BV + ...`)."""
+    direct = {t for a in k.assigns if any("program_id" in c for c in a.calls) for t in _targets(a)}
+    tiles = _closure(k, direct, pure_only=True)
+    axes = set()
+    for t in tiles:
+        uses = [a.value for a in k.assigns if t in a.names]
+        if not uses:
+            continue
+        if all(re.search(r"\b" + re.escape(t) + r"\s*\*\s*" + _BV + r"\b", u) for u in uses):
+            axes.add(t)
+    return axes
+
+
+def _redundant_work(k, axes: set[str]) -> list[int]:
+    tainted = _closure(k, axes)
+    loaded = _closure(k, {t for a in k.assigns if "tl.load" in a.calls for t in _targets(a)})
+    return [a.line for a in k.assigns
+            if _calls(a) & _NORM_GATE and not _read(a) & tainted and _read(a) & loaded]
+
+
+def _read(a) -> set[str]:
+    """Names an assignment reads; an in-place update (`h *= ...`) also reads its target."""
+    return set(a.names) | (set(_targets(a)) if a.op != "=" else set())
+
+
+def _v_tiled_with_shared_work(k) -> list[int]:
+    axes = _v_axes(k)
+    if not axes:
+        return []
+    return _redundant_work(k, axes)
+
+
+def _v_axis(k) -> list[int]:
+    axes = _v_axes(k)
+    return [a.line for a in k.assigns if set(a.names) & axes] if axes else []
+
+
+def _fused_v_loop(k) -> list[int]:
+    """An in-kernel loop over V tiles placed after V-independent fp32 work (the fused form),
+    or a launch in the same file whose BV covers V."""
+    lines = [ln.line for ln in k.launches
+             if re.fullmatch(r"\s*(triton\.)?next_power_of_2\(\s*V\s*\)\s*|\s*V\s*", ln.kwargs.get("BV", "x"))]
+    loaded = _closure(k, {t for a in k.assigns if "tl.load" in a.calls for t in _targets(a)})
+    for lp in k.loops:
+        text = " ".join(lp.args)
+        if not (re.search(r"cdiv\(\s*V\s*,\s*" + _BV + r"\s*\)|\bNV\b", text) or "i_v" in lp.targets
+                or re.fullmatch(r"0\s+V\s+" + _BV, " ".join(a.strip() for a in lp.args))):
+            continue
+        tainted = _closure(k, set(lp.targets))
+        shared = [a.line for a in k.assigns if a.line < lp.line and a.loop_depth < lp.depth
+                  and _calls(a) & _NORM_GATE and _read(a) & loaded and not _read(a) & tainted]
+        if shared:
+            lines.append(lp.line)
+    return lines
+
+
+V_TILES_FUSED = custom("v-tiles-fused",
+                       "V tiles looped inside one program after the shared fp32 work (or BV = V at launch)",
+                       _fused_v_loop)
+V_TILE_AXIS = custom("v-tile-axis", "a program-id axis that only offsets V (`o_v = i_v * BV + ...`)", _v_axis)
+SHARED_WORK_PER_TILE = custom(
+    "v-independent-fp32-work",
+    "fp32 normalisation/gating on loaded values whose addresses do not involve the V-tile index",
+    _v_tiled_with_shared_work,
+)
+
+NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot` (tensor-core work dwarfs the shared fp32 work)")
+
+SKELETON = Skeleton(
+    id="fuse-redundant-tiles",
+    title="Fuse V tiles that repeat V-independent work",
+    summary="When every V-tile program redoes q/k norm and gating, give one program all of V: the shared work runs once.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=V_TILES_FUSED,
+    preconditions=[V_TILE_AXIS, SHARED_WORK_PER_TILE, NO_DOT],
+    env=Env(),
+    helps=("compute",),
+    before='''
+@triton.jit
+def gated_step_kernel(q, k, v, g, A_log, h, o, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                      BV: tl.constexpr):
+    i_v, i_nh = tl.program_id(0), tl.program_id(1)
+    i_h = i_nh % H
+    o_k = tl.arange(0, K)
+    o_v = i_v * BV + tl.arange(0, BV)
+    b_q = tl.load(q + i_nh * K + o_k).to(tl.float32)
+    b_k = tl.load(k + i_nh * K + o_k).to(tl.float32)
+    b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
+    b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
+    b_g = -tl.exp(tl.load(A_log + i_h).to(tl.float32)) * tl.load(g + i_nh * K + o_k).to(tl.float32)
+    b_v = tl.load(v + i_nh * V + o_v, mask=o_v < V, other=0.0).to(tl.float32)
+    p_h = h + i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+    b_h = tl.load(p_h, mask=o_v[None, :] < V, other=0.0) * tl.exp(b_g)[:, None]
+    b_h += b_k[:, None] * b_v[None, :]
+    tl.store(p_h, b_h, mask=o_v[None, :] < V)
+    tl.store(o + i_nh * V + o_v, tl.sum(b_h * b_q[:, None], 0), mask=o_v < V)
+''',
+    after='''
+@triton.jit
+def gated_step_kernel(q, k, v, g, A_log, h, o, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                      BV: tl.constexpr):
+    i_nh = tl.program_id(0)
+    i_h = i_nh % H
+    o_k = tl.arange(0, K)
+    b_q = tl.load(q + i_nh * K + o_k).to(tl.float32)
+    b_k = tl.load(k + i_nh * K + o_k).to(tl.float32)
+    b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
+    b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
+    b_g = -tl.exp(tl.load(A_log + i_h).to(tl.float32)) * tl.load(g + i_nh * K + o_k).to(tl.float32)
+    b_decay = tl.exp(b_g)
+    for i_v in range(tl.cdiv(V, BV)):
+        o_v = i_v * BV + tl.arange(0, BV)
+        b_v = tl.load(v + i_nh * V + o_v, mask=o_v < V, other=0.0).to(tl.float32)
+        p_h = h + i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+        b_h = tl.load(p_h, mask=o_v[None, :] < V, other=0.0) * b_decay[:, None]
+        b_h += b_k[:, None] * b_v[None, :]
+        tl.store(p_h, b_h, mask=o_v[None, :] < V)
+        tl.store(o + i_nh * V + o_v, tl.sum(b_h * b_q[:, None], 0), mask=o_v < V)
+''',
+)

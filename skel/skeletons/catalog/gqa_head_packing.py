@@ -1,0 +1,161 @@
+"""In GQA/MQA decode, let one program handle all query heads that share a KV head, with tl.dot.
+
+## What it does
+A decode-attention kernel written per query head loads that head's query vector and, for
+every KV block, computes scores as a vector-matrix product on CUDA cores:
+
+    b_s = tl.sum(b_q[None, :] * b_k, 1)                  # [BS]
+    b_o = b_o * r + tl.sum(b_p[:, None] * b_v, 0)         # [D]
+
+With grouped-query attention, the `G = HQ // H` query heads of a group read the *same*
+K/V. Head packing gives one program the `BLOCK_H` (>= G, padded to 16) query heads of a
+KV head and turns both products into tensor-core matmuls on [BLOCK_H, D] tiles:
+
+    o_h = i_kvh * G + tl.arange(0, BLOCK_H)               # the group's query heads
+    b_q = tl.load(q + o_h[:, None] * D + o_d[None, :], mask=o_h[:, None] < (i_kvh + 1) * G)
+    b_s = tl.dot(b_q, tl.trans(b_k))                      # [BLOCK_H, BS]
+    b_o = b_o * r[:, None] + tl.dot(b_p.to(b_v.dtype), b_v)
+
+## Why it is faster
+Two effects: each K/V block is loaded once per group instead of once per query head
+(G-fold less KV traffic, and decode is bound by exactly that traffic), and the score and
+output products run on tensor cores (MMA needs M >= 16, which a single query row never
+provides). For G = 4–8 the KV bytes per step drop 4–8x.
+
+## Applies when
+- a decode (one query row per head) attention kernel computes scores with
+  `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks, with no `tl.dot`;
+- query heads are grouped onto KV heads (`i_h = i_hq // G`, `kv_group_num`), i.e.
+  GQA or MQA (MLA decode is the extreme case: all heads share one latent KV).
+
+## Does not apply when
+- plain multi-head attention (G = 1): nothing is shared, and padding one head to 16 rows
+  wastes the MMA;
+- prefill / many query rows per head: the kernel already has [BT, D] query tiles for
+  `tl.dot`;
+- the kernel already packs heads (`BLOCK_H`/`Q_HEAD_NUM`/`G` head tiles feeding `tl.dot`).
+Pad `BLOCK_H` to at least 16 and mask the padded heads; the grid changes from
+`(batch, HQ)` to `(batch, H * cdiv(G, BLOCK_H))`. Combine with split-KV for long
+contexts (the grid shrinks by G).
+
+## References
+- SGLang `kernels/ops/attention/decode_attention.py` (`_fwd_grouped_kernel_stage1`, `BLOCK_H`, `kv_group_num`)
+- vLLM `vllm/v1/attention/ops/triton_decode_attention.py` (`_fwd_grouped_kernel_stage1`)
+- lightllm `gqa_flash_decoding_stage1.py` (`_fwd_kernel_flash_decode_stage1`)
+- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`: `o_g = i_h * G + tl.arange(0, G)` query-head tiles)
+- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`, per head)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import calls, custom
+
+_HEAD_BLOCK = re.compile(r"BLOCK_H\w*|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
+                         r"QUERY_GROUP_SIZE|KV_GROUP_NUM|GQA_GROUP_SIZE|GROUP_SIZE|HEAD_GROUP\w*")
+_HEAD_INDEX = re.compile(r"(?i)\w*head\w*|(i|off|cur|pid|idx)_h\w*|i_kvh|kvh\w*")
+_GROUP = re.compile(r"\w+\s*//\s*\(?\s*(G|kv_group_num|KV_GROUP_NUM|\w*group\w*|num_queries_per_kv|\w*_per_kv\w*|"
+                    r"HQ\s*//\s*H|NUM_Q\w*|QH_PER_KH)\b")
+_VEC_MAT = re.compile(r"\[\s*None\s*,\s*:\s*\]\s*\*|\*\s*[\w.]+\s*\[\s*None\s*,\s*:\s*\]")
+
+
+def _head_tiles(k) -> list[int]:
+    """`o_h = i_h * G + tl.arange(0, G)`: a tile of query heads of one KV group."""
+    lines = []
+    for a in k.assigns:
+        for m in re.finditer(r"([\w.]+)\s*\*\s*(\w+)\s*\+\s*tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", a.value):
+            head, mult, width = m.groups()
+            if _HEAD_BLOCK.fullmatch(width) and (_HEAD_BLOCK.fullmatch(mult) or mult == width) \
+                    and _HEAD_INDEX.fullmatch(head.split(".")[-1]):
+                lines.append(a.line)
+    return lines
+
+
+def _vector_scores_in_loop(k) -> list[int]:
+    """`tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks."""
+    loops = [lp for lp in k.loops if lp.kind != "tl.static_range"]
+    return [c.line for c in k.calls if c.name == "tl.sum" and c.args and _VEC_MAT.search(c.args[0])
+            and any(lp.line <= c.line <= lp.end_line for lp in loops)]
+
+
+def _group_index(k) -> list[int]:
+    """A KV-head index from a query head: `i_h = i_hq // G`, `cur_kv_head = cur_head // kv_group_num`."""
+    return [a.line for a in k.assigns if _GROUP.search(a.value)]
+
+
+HEAD_TILE_DOT = custom("head-tile", "a tile of query heads `i_h * G + tl.arange(0, G)`", _head_tiles) & calls(
+    "tl.dot", name="dot", describe="a `tl.dot`")
+VECTOR_SCORES = custom("vector-scores-in-kv-loop",
+                       "scores as `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks", _vector_scores_in_loop)
+GROUPED_KV = custom("grouped-kv-head", "a KV head shared by a group of query heads (`i_hq // G`)", _group_index)
+NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
+
+SKELETON = Skeleton(
+    id="gqa-head-packing",
+    title="Pack a GQA group's query heads into one tl.dot tile (decode)",
+    summary="Decode attention: one program per KV head handles its BLOCK_H query heads with tl.dot; KV loaded once.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=HEAD_TILE_DOT,
+    preconditions=[VECTOR_SCORES, GROUPED_KV, NO_DOT],
+    env=Env(),
+    helps=("memory", "compute"),
+    before='''
+@triton.jit
+def gqa_decode_kernel(q, k, v, o, T, scale, HQ: tl.constexpr, G: tl.constexpr, D: tl.constexpr, BS: tl.constexpr):
+    i_b, i_hq = tl.program_id(0), tl.program_id(1)
+    i_h = i_hq // G
+    H = HQ // G
+    o_d = tl.arange(0, D)
+    b_q = tl.load(q + (i_b * HQ + i_hq) * D + o_d).to(tl.float32) * scale
+    b_m = float("-inf")
+    b_l = 0.0
+    b_o = tl.zeros([D], dtype=tl.float32)
+    for i_s in range(0, T, BS):
+        o_s = i_s + tl.arange(0, BS)
+        m_s = o_s < T
+        p_kv = ((i_b * T + o_s[:, None]) * H + i_h) * D + o_d[None, :]
+        b_k = tl.load(k + p_kv, mask=m_s[:, None], other=0.0).to(tl.float32)
+        b_v = tl.load(v + p_kv, mask=m_s[:, None], other=0.0).to(tl.float32)
+        b_s = tl.where(m_s, tl.sum(b_q[None, :] * b_k, 1), float("-inf"))
+        b_m_new = tl.maximum(b_m, tl.max(b_s, 0))
+        b_r = tl.exp(b_m - b_m_new)
+        b_p = tl.exp(b_s - b_m_new)
+        b_l = b_l * b_r + tl.sum(b_p, 0)
+        b_o = b_o * b_r + tl.sum(b_p[:, None] * b_v, 0)
+        b_m = b_m_new
+    tl.store(o + (i_b * HQ + i_hq) * D + o_d, b_o / b_l)
+''',
+    after='''
+@triton.jit
+def gqa_decode_kernel(q, k, v, o, T, scale, HQ: tl.constexpr, G: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
+                      BLOCK_H: tl.constexpr):
+    # grid = (B, HQ // G); BLOCK_H = max(16, next_power_of_2(G))
+    i_b, i_h = tl.program_id(0), tl.program_id(1)
+    H = HQ // G
+    o_d = tl.arange(0, D)
+    o_hq = i_h * G + tl.arange(0, BLOCK_H)
+    m_h = o_hq < (i_h + 1) * G
+    b_q = tl.load(q + (i_b * HQ + o_hq[:, None]) * D + o_d[None, :], mask=m_h[:, None], other=0.0)
+    b_q = (b_q * scale).to(b_q.dtype)
+    b_m = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    b_l = tl.zeros([BLOCK_H], tl.float32)
+    b_o = tl.zeros([BLOCK_H, D], dtype=tl.float32)
+    for i_s in range(0, T, BS):
+        o_s = i_s + tl.arange(0, BS)
+        m_s = o_s < T
+        p_kv = ((i_b * T + o_s[:, None]) * H + i_h) * D + o_d[None, :]
+        b_k = tl.load(k + p_kv, mask=m_s[:, None], other=0.0)
+        b_v = tl.load(v + p_kv, mask=m_s[:, None], other=0.0)
+        b_s = tl.where(m_s[None, :], tl.dot(b_q, tl.trans(b_k)), float("-inf"))
+        b_m_new = tl.maximum(b_m, tl.max(b_s, 1))
+        b_r = tl.exp(b_m - b_m_new)
+        b_p = tl.exp(b_s - b_m_new[:, None])
+        b_l = b_l * b_r + tl.sum(b_p, 1)
+        b_o = b_o * b_r[:, None] + tl.dot(b_p.to(b_v.dtype), b_v)
+        b_m = b_m_new
+    tl.store(o + (i_b * HQ + o_hq[:, None]) * D + o_d[None, :], b_o / b_l[:, None], mask=m_h[:, None])
+''',
+)

@@ -1,0 +1,195 @@
+"""Visit GEMM tiles in GROUP_SIZE_M super-rows so tiles running together share A and B in L2.
+
+## What it does
+A 2-D tiled matmul usually maps its program id to output tiles in row-major order
+(`pid_m = pid // num_pid_n; pid_n = pid % num_pid_n`) or takes `pid_m`/`pid_n` straight
+from `tl.program_id(0)`/`tl.program_id(1)`. The grouped order walks `GROUP_SIZE_M` rows
+of tiles column by column before moving on:
+
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+(`tl.swizzle2d(pid_m, pid_n, num_pid_m, num_pid_n, GROUP_SIZE_M)` does the same.)
+
+## Why it is faster
+The programs resident at one time form a roughly square patch of output tiles instead
+of one long row, so the A row-panels and B column-panels they read overlap: each panel
+is fetched from HBM once and then served from L2 to the other tiles of the group. For
+large GEMMs this cuts HBM traffic for A/B substantially and lifts a bandwidth-limited
+matmul toward its compute roof; it is free to compute (a few integer ops per program).
+
+## Applies when
+- the kernel is a 2-D tiled matmul (a `tl.dot` inside a K loop) whose output tile
+  indices come from one program id with `//`/`%` (row-major order) or from
+  `program_id(0)`/`program_id(1)` directly;
+- M and N are both large (many tiles in each direction), so one row of tiles does not
+  fit in L2 together with its B panels.
+
+## Does not apply when
+- the GEMM is small (a few tiles, or all of B fits in L2): neutral;
+- one of M/N has a single tile (GEMV-like, decode): there is nothing to group;
+- the grid uses a 2-D launch and you do not want to change it: switch to a 1-D grid of
+  `num_pid_m * num_pid_n` programs first (the grouping needs a linear pid);
+- the kernel already groups tiles (`GROUP_SIZE_M`, `num_pid_in_group`, `tl.swizzle2d`,
+  a `*_swizzle` helper) or uses a persistent tile scheduler that already orders tiles;
+- attention/recurrence kernels whose "tiles" are (query block, head): K/V per head are
+  small and already reused within the program.
+On AMD MI300 the analogous lever is XCD-aware remapping (tiles are spread round-robin
+over XCDs with separate L2s); GROUP_SIZE_M alone may not capture it.
+
+## References
+- Triton tutorial `03-matrix-multiplication.py` (`matmul_kernel`, "L2 cache optimizations")
+- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_l2_swizzle`)
+- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`)
+- Triton `tl.swizzle2d` documentation
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import calls, custom, uses_name
+
+_M_TILE = re.compile(r"(pid|tile|block|blk|bid)_?m|m_?(pid|tile|block|blk)")
+_N_TILE = re.compile(r"(pid|tile|block|blk|bid)_?n|n_?(pid|tile|block|blk)")
+
+
+def _targets(a) -> list[str]:
+    out = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def _tile_indices(k) -> list[int]:
+    """pid_m / pid_n from one program id with // and %, or from program_id(0) and (1)."""
+    pid_src: dict[str, str] = {}  # name -> the text that defines it
+    for a in k.assigns:
+        tg = _targets(a)
+        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        if len(vals) != len(tg):
+            vals = [a.value] * len(tg)
+        for t, v in zip(tg, vals):
+            pid_src[t] = v
+    pids = {t for t, v in pid_src.items() if "tl.program_id" in v}
+    m_line = n_line = 0
+    m_axis = n_axis = None
+    for a in k.assigns:
+        tg = _targets(a)
+        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        if len(vals) != len(tg):
+            vals = [a.value] * len(tg)
+        for t, v in zip(tg, vals):
+            is_m, is_n = bool(_M_TILE.fullmatch(t)), bool(_N_TILE.fullmatch(t))
+            if not (is_m or is_n):
+                continue
+            direct = re.search(r"tl\.program_id\(\s*(?:axis\s*=\s*)?(\d)", v)
+            from_pid = ("//" in v or "%" in v) and ("tl.program_id" in v or set(re.findall(r"\w+", v)) & pids)
+            if direct and not from_pid:
+                axis = direct.group(1)
+            elif from_pid:
+                axis = "linear"
+            else:
+                continue
+            if is_m:
+                m_line, m_axis = a.line, axis
+            else:
+                n_line, n_axis = a.line, axis
+    if m_line and n_line and (m_axis == n_axis == "linear" or {m_axis, n_axis} == {"0", "1"}):
+        return [m_line, n_line]
+    return []
+
+
+GROUPED_ORDER = (
+    uses_name(r"num_pid_in_group|first_pid_m|GROUP_SIZE_M|GROUP_M|group_size_m|GROUP_SIZE_N",
+              name="group-size-m", describe="a grouped tile order (`GROUP_SIZE_M`/`num_pid_in_group`)")
+    | calls("tl.swizzle2d", name="swizzle2d", describe="`tl.swizzle2d`")
+    | custom("swizzle-helper", "a `*swizzle*` tile-order helper call",
+             lambda k: [c.line for c in k.calls if "swizzle" in c.name.lower()])
+)
+DOT_K_LOOP = calls("tl.dot", in_loop=True, name="dot-in-loop", describe="a `tl.dot` inside a K loop")
+TILE_INDICES = custom(
+    "row-major-tile-indices",
+    "output tile indices `pid_m`/`pid_n` taken from one program id with `//`/`%` or from "
+    "`program_id(0)`/`program_id(1)`",
+    _tile_indices,
+)
+
+SKELETON = Skeleton(
+    id="grouped-l2-swizzle",
+    title="Grouped (L2-friendly) GEMM tile order",
+    summary="Remap the program id so GROUP_SIZE_M rows of output tiles run together and share A/B panels in L2.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=GROUPED_ORDER,
+    preconditions=[DOT_K_LOOP, TILE_INDICES],
+    env=Env(),
+    helps=("memory",),
+    before='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k * BLOCK_K + offs_k)[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & ((k * BLOCK_K + offs_k)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k * BLOCK_K + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=((k * BLOCK_K + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+''',
+    after='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k * BLOCK_K + offs_k)[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & ((k * BLOCK_K + offs_k)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k * BLOCK_K + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=((k * BLOCK_K + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+''',
+)

@@ -1,0 +1,147 @@
+"""Derive constexpr flags from the arguments with `@triton.heuristics` (EVEN_K, USE_*).
+
+## What it does
+Adds `@triton.heuristics({'EVEN_K': lambda args: args['K'] % args['BLOCK_K'] == 0,
+'USE_SCALE': lambda args: args['scale'] is not None})` above `@triton.jit` and turns the
+corresponding runtime test in the kernel into a test of the new constexpr parameter.
+The heuristic runs on the host at every launch — placed below `@triton.autotune`, after
+the autotuner picked its config, so it can read tuned block sizes — and the kernel is
+compiled once per flag value.
+
+## Why it is faster
+The flag compiles the unneeded path away. For divisibility the win is the classic
+EVEN_K split: when `K % BLOCK_K == 0` the K-loop loads need no mask and no `other=`,
+so the compiler emits unpredicated, vectorised loads and drops the per-iteration
+compare-and-select. A runtime `if K % BLOCK_K == 0` inside the kernel keeps both paths.
+Unlike passing the flag by hand from the launcher, a heuristic also works when
+`BLOCK_K` is autotuned (the launcher cannot know it) and cannot be forgotten at one of
+several call sites. FLA uses heuristics on ~300 kernels (techniques.md).
+
+## Applies when
+- the kernel is launched (reads `tl.program_id`) and
+  - branches on a runtime divisibility test of its arguments (`if T % BT == 0`), or
+  - loads masked tiles along a runtime dimension inside a `tl.dot` loop (the mask exists
+    only for the ragged last tile; an `EVEN_K` flag removes it when shapes divide), or
+  - branches on a runtime switch argument that could be derived from the others;
+- and the flag has few values (a bool), so the extra variants compile once.
+
+## Does not apply when
+- the test is on `None`: Triton already treats `None` arguments as constexpr, so a
+  heuristic only renames the check (useful for clarity and autotune keys, not speed);
+- the dimension is rarely divisible (odd vocabulary sizes): the unmasked variant never
+  runs and the extra variant is wasted compile time;
+- the kernel already takes an `EVEN_*`-style constexpr computed by the caller and is not
+  autotuned on the block size involved.
+
+## References
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` heuristics)
+- flash-linear-attention `fla/modules/layernorm_gated.py` (`layer_norm_fwd_kernel`)
+- Triton `triton.heuristics` documentation
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY
+from skel.skeletons.catalog.constexpr_feature_flags import RUNTIME_SWITCH_BRANCH
+from skel.skeletons.conditions import custom, decorated
+
+_EVEN_FLAG = re.compile(r"(?i)\w*even\w*|\w*divisible\w*|need_\w*mask\w*|no_\w*mask\w*")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _runtime_params(k) -> set[str]:
+    return {p.name for p in k.params if not p.constexpr}
+
+
+def runtime_divisibility_ifs(k) -> list[int]:
+    runtime = _runtime_params(k)
+    return [i["line"] for i in k.ifs
+            if "%" in i["test"] and re.search(r"[!=]=\s*0\b", i["test"]) and set(i["names"]) & runtime]
+
+
+def _mask_names(mask: str, k, loop) -> set[str]:
+    """Identifiers a mask reads, looking one assignment deep for local mask variables."""
+    names = set(_WORD.findall(mask))
+    for a in k.assigns:
+        if a.line <= loop.end_line and set(a.targets) & names:
+            names.update(a.names)
+    return names
+
+
+def even_k_candidates(k) -> list[int]:
+    if any(p.constexpr and _EVEN_FLAG.fullmatch(p.name) for p in k.params):
+        return []
+    runtime = _runtime_params(k)
+    out = []
+    for lp in k.loops:
+        if lp.kind not in ("range", "tl.range"):
+            continue
+        inside = [c for c in k.calls if lp.line <= c.line <= lp.end_line]
+        if not any(c.name == "tl.dot" for c in inside):
+            continue
+        bound = set(_WORD.findall(" ".join(lp.args))) & runtime
+        if not bound:
+            continue
+        for c in inside:
+            if c.name == "tl.load" and "mask" in c.kwargs and _mask_names(c.kwargs["mask"], k, lp) & bound:
+                out.append(c.line)
+    return out
+
+
+RUNTIME_DIVISIBILITY = custom("runtime-divisibility-test", "an `if` on a runtime divisibility test (`T % BT == 0`)",
+                              runtime_divisibility_ifs)
+EVEN_K_CANDIDATE = custom(
+    "masked-dot-loop-loads", "masked tile loads along a runtime dimension in a `tl.dot` loop (no EVEN_* flag)",
+    even_k_candidates)
+HEURISTICS = decorated("triton.heuristics", name="heuristics", describe="`@triton.heuristics({...})`")
+
+SKELETON = Skeleton(
+    id="heuristics-constexpr",
+    title="@triton.heuristics-derived constexpr flags",
+    summary="Derive EVEN_K / USE_* constexpr flags from the arguments with @triton.heuristics to compile out branches.",
+    category=Category.TUNING,
+    doc=__doc__,
+    present=HEURISTICS,
+    preconditions=[KERNEL_ENTRY, RUNTIME_DIVISIBILITY | EVEN_K_CANDIDATE | RUNTIME_SWITCH_BRANCH],
+    env=Env(),
+    helps=("compute", "memory"),
+    before='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        kk = k * BLOCK_K + rk
+        a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=kk[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * N + rn[None, :], mask=kk[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+    after='''
+@triton.heuristics({'EVEN_K': lambda args: args['K'] % args['BLOCK_K'] == 0})
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  EVEN_K: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        kk = k * BLOCK_K + rk
+        if EVEN_K:
+            a = tl.load(a_ptr + rm[:, None] * K + kk[None, :])
+            b = tl.load(b_ptr + kk[:, None] * N + rn[None, :])
+        else:
+            a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=kk[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + kk[:, None] * N + rn[None, :], mask=kk[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+)

@@ -1,0 +1,230 @@
+"""Move loads and math that do not change across loop iterations out of the loop.
+
+## What it does
+Inside a loop, an assignment whose inputs are all defined outside the loop — a weight
+row loaded from a pointer that does not move, a norm or gate computed from such a load,
+a cast of a loop-invariant tile — computes the same value every iteration. Hoisting it
+above the loop computes it once:
+
+    for t in range(T):                          w = tl.load(w_ptr + cols).to(tl.float32)
+        w = tl.load(w_ptr + cols)         →     for t in range(T):
+        y = x_t * w                                 y = x_t * w
+
+## Why it is faster
+A load inside the loop is re-issued every iteration: address arithmetic, an L1/L2 round
+trip and its latency on the loop's critical path, and any math applied to it. Triton's
+own loop-invariant code motion (the `triton-licm` pass in the 3.x NVIDIA and AMD
+pipelines) hoists an invariant `tl.load` only when the loop body does no memory writes,
+and moves side-effect-free math only once its inputs are outside the loop. Loops that
+store every iteration — a recurrence writing one output row per step, the common case
+in decode and scan kernels — therefore keep the load and everything computed from it
+inside. How much the manual hoist buys depends on the share of the work: platform.md
+measured hoisting cheap per-tile work (q/k normalisation, a gate) out of a memory-bound
+decode step at ~1.0x on the H200 — it pays when the repeated work is a real share
+(long loops over small tiles, compute-heavy steps).
+
+## Applies when
+- an assignment inside a `for` loop calls `tl.load` (possibly with a cast, reduction or
+  transcendental on the result) and reads only names that the loop does not change (not
+  the loop variable, not anything derived from it, not a pointer the loop advances);
+- the same loop writes memory (`tl.store`, atomics), which stops the compiler from
+  hoisting the load itself — but not to the buffer the load reads.
+
+## Does not apply when
+- the loop only reads: the compiler's LICM already hoists the invariant load (check the
+  TTGIR if unsure; older Triton versions may not);
+- the loaded memory is written inside the loop (by this program, `tl.store`/atomics to
+  the same buffer) or by other programs it synchronises with (spin-waits, locks): the
+  reload is intentional; such loops are skipped here only when the store visibly
+  targets the same base pointer;
+- the value is under a condition inside the loop (`if USE_X:`), whose hoisting would
+  load out of bounds or change semantics when the condition is false — check the `if`;
+- hoisting would keep a large tile live across the loop and push register pressure into
+  spills (a `[BT, BK]` tile hoisted out of an inner loop can cost more than the reload).
+Detection limits: the facts give names, not dataflow through pointers or memory, so a
+value computed from names the loop never reassigns is called invariant even if the
+pointed-to memory changes (the store check above is a heuristic); pure math on
+invariant values is not reported, since the compiler moves it. `present` means the
+kernel computes expensive work (a reduction, a transcendental, a `tl.dot`) before a
+loop that reads it *and* no invariant load is left inside a storing loop — positive
+evidence that hoisting was done, not just the absence of a problem.
+
+## References
+- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`, per-step gate/norm work)
+- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`: `b_q * scale` before the KV loop)
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `W_row` loaded once per program)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: a per-element `tl.where` hoisted into a scalar fix-up after the loop)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import custom
+
+_ID = re.compile(r"[A-Za-z_]\w*")
+_TRANSFORM = {"tl.sum", "tl.max", "tl.min", "tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "tl.log", "tl.log2",
+              "tl.sigmoid", "tl.dot", "tl.math.rsqrt", "tl.math.exp2", "tl.math.exp", "exp", "exp2", "log",
+              "rsqrt", "sqrt", "softplus", "sigmoid", "tl.extra.cuda.libdevice.rsqrt", "l2norm", "tl.cumsum"}
+_EXPENSIVE = _TRANSFORM | {"tl.load", ".to"}
+_NOT_VALUES = {"tl", "float", "int", "True", "False", "None", "inf"}
+_MEMORY_WRITES = {"tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg", "tl.atomic_cas",
+                  "tl.atomic_and", "tl.atomic_or"}
+
+
+def _targets(a) -> list[str]:
+    out = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
+
+
+def _calls(a) -> set[str]:
+    """Canonical call names; a method on a local value (`x.to`) becomes `.to`."""
+    out = set()
+    for c in a.calls:
+        head = c.split(".")[0]
+        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
+    return out
+
+
+def _reads(a) -> set[str]:
+    """Values the assignment reads (function names and `tl` removed; method receivers kept)."""
+    functions = {c for c in a.calls if "." not in c}
+    return set(a.names) - functions - _NOT_VALUES
+
+
+def _variant(k, lp) -> set[str]:
+    """Names whose value can differ between iterations of ``lp``."""
+    body = sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line)
+    first: dict[str, int] = {}
+    for a in body:
+        for t in _targets(a):
+            first.setdefault(t, a.line)
+    reads_at: dict[str, int] = {}
+    for a in body:
+        for n in _reads(a):
+            reads_at.setdefault(n, a.line)
+    for c in k.calls:
+        if lp.line <= c.line <= lp.end_line:
+            for x in c.args + list(c.kwargs.values()):
+                for n in _ID.findall(x):
+                    reads_at[n] = min(reads_at.get(n, c.line), c.line)
+    variant = set(lp.targets)
+    variant |= {t for inner in k.loops if lp.line < inner.line <= lp.end_line for t in inner.targets}
+    for a in body:  # carried: read before (or by) its first reassignment, or updated in place
+        for t in _targets(a):
+            if a.op != "=" or (t in reads_at and reads_at[t] <= first[t]):
+                variant.add(t)
+    changed = True
+    while changed:
+        changed = False
+        for a in body:
+            if _reads(a) & variant:
+                new = set(_targets(a)) - variant
+                if new:
+                    variant |= new
+                    changed = True
+    return variant
+
+
+def _writes_to(k, lp, base: str) -> bool:
+    return any(c.name in _MEMORY_WRITES and lp.line <= c.line <= lp.end_line and c.args
+               and _ID.match(c.args[0].strip()) and _ID.match(c.args[0].strip()).group(0) == base for c in k.calls)
+
+
+def _loop_writes(k, lp) -> bool:
+    return any(c.name in _MEMORY_WRITES and lp.line <= c.line <= lp.end_line for c in k.calls)
+
+
+def _invariant_in_loop(k) -> list[int]:
+    lines = []
+    loops = {lp.line: lp for lp in k.loops if lp.kind != "while"}
+    cache: dict[int, set[str]] = {}
+    for a in k.assigns:
+        lp = loops.get(a.loop_line)
+        calls = _calls(a)
+        if lp is None or not calls & _EXPENSIVE:
+            continue
+        if calls <= {".to"} and not re.search(r"\.to\(\s*tl\.float32", a.value):
+            continue  # a bare dtype cast to a variable dtype: too cheap to report
+        variant = cache.setdefault(lp.line, _variant(k, lp))
+        reads = _reads(a)
+        if not reads or reads & variant or set(_targets(a)) & variant:
+            continue
+        if "tl.load" not in calls or not _loop_writes(k, lp):
+            continue  # pure math, or a load in a read-only loop: Triton's own LICM hoists those
+        m = re.search(r"tl\.load\(\s*([A-Za-z_]\w*)", a.value)
+        if m and _writes_to(k, lp, m.group(1)):
+            continue
+        lines.append(a.line)
+    return lines
+
+
+def _hoisted(k) -> list[int]:
+    """Expensive work done before a loop and read inside it."""
+    src = k.source.splitlines()
+    lines = []
+    for a in k.assigns:
+        if a.loop_depth or not _calls(a) & _TRANSFORM:
+            continue
+        for t in _targets(a):
+            word = re.compile(r"\b" + re.escape(t) + r"\b")
+            for lp in k.loops:
+                if lp.line <= a.line:
+                    continue
+                body = "\n".join(src[lp.line - k.line_start + 1: lp.end_line - k.line_start + 1])
+                if word.search(body):
+                    lines.append(a.line)
+                    break
+    return lines
+
+
+INVARIANT_IN_LOOP = custom(
+    "loop-invariant-work-in-loop",
+    "a loop-invariant `tl.load` (and math on it) inside a loop that also stores, which blocks compiler LICM",
+    _invariant_in_loop,
+)
+HOISTED = custom("hoisted-before-loop",
+                 "expensive work computed before a loop and read inside it", _hoisted) & ~INVARIANT_IN_LOOP
+
+SKELETON = Skeleton(
+    id="hoist-loop-invariant",
+    title="Hoist loop-invariant loads and math",
+    summary="Move loads, reductions and casts whose inputs the loop never changes out of the loop.",
+    category=Category.FUSION,
+    doc=__doc__,
+    present=HOISTED,
+    preconditions=[INVARIANT_IN_LOOP],
+    env=Env(),
+    helps=("memory", "compute"),
+    before='''
+@triton.jit
+def decayed_scan_kernel(x, dt, A_log, y, T, H: tl.constexpr, D: tl.constexpr):
+    i_nh = tl.program_id(0)
+    i_h = i_nh % H
+    o_d = tl.arange(0, D)
+    b_s = tl.zeros([D], dtype=tl.float32)
+    for t in range(T):
+        b_a = -tl.exp(tl.load(A_log + i_h).to(tl.float32))
+        b_dt = tl.load(dt + i_nh * T + t).to(tl.float32)
+        b_x = tl.load(x + (i_nh * T + t) * D + o_d).to(tl.float32)
+        b_s = b_s * tl.exp(b_a * b_dt) + b_x
+        tl.store(y + (i_nh * T + t) * D + o_d, b_s)
+''',
+    after='''
+@triton.jit
+def decayed_scan_kernel(x, dt, A_log, y, T, H: tl.constexpr, D: tl.constexpr):
+    i_nh = tl.program_id(0)
+    i_h = i_nh % H
+    o_d = tl.arange(0, D)
+    b_s = tl.zeros([D], dtype=tl.float32)
+    b_a = -tl.exp(tl.load(A_log + i_h).to(tl.float32))  # once per program
+    for t in range(T):
+        b_dt = tl.load(dt + i_nh * T + t).to(tl.float32)
+        b_x = tl.load(x + (i_nh * T + t) * D + o_d).to(tl.float32)
+        b_s = b_s * tl.exp(b_a * b_dt) + b_x
+        tl.store(y + (i_nh * T + t) * D + o_d, b_s)
+''',
+)

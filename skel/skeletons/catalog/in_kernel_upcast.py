@@ -1,0 +1,196 @@
+"""Load low-precision data and upcast it in registers instead of passing an fp32 copy.
+
+## What it does
+Removes a host-side `x.float()` / `x.to(torch.float32)` made only to feed a kernel, passes
+the original fp16/bf16 tensor, and casts inside the kernel right after the load:
+`x = tl.load(ptrs, mask=m, other=0.0).to(tl.float32)`. Outputs are cast back on store
+with `.to(y_ptr.dtype.element_ty)`.
+
+## Why it is faster
+A host upcast is a whole extra kernel: it reads the bf16 tensor, writes an fp32 copy twice
+its size, and the Triton kernel then reads that copy — three passes over memory where one
+half-width read would do. For a memory-bound kernel the load itself halves in bytes, and
+the temporary fp32 allocation disappears. The math stays fp32 because the cast happens in
+registers (techniques.md: "halves HBM traffic compared with upcasting on the host").
+
+## Applies when
+- the kernel applies fp32-only math (`tl.exp`, `tl.log`, `tl.sqrt`, `tl.rsqrt`,
+  `tl.sigmoid`, ...) to loaded values that are never cast in the kernel. Triton 3.x refuses
+  these on fp16/bf16 ("Expected dtype ['fp32', 'fp64'] but got bf16", checked with triton
+  3.7.1), so the kernel can only take fp32 tensors and every bf16 caller must make an fp32
+  copy first; or
+- loaded values reach a reduction (`tl.sum`, `tl.cumsum`) uncast — with bf16 data that
+  would accumulate in bf16 — and the launching file makes fp32 copies on the host
+  (`x.float()`), the sign that the copy exists only to feed the kernel.
+
+## Does not apply when
+- the tensors are fp32 in the model anyway: nothing to save (the kernel alone cannot
+  tell; check the caller);
+- the fp32 copy is reused by several kernels or kept for the backward pass: removing it
+  moves the cost, it does not remove it;
+- the value is used only in a `tl.dot`: keep fp16/bf16 operands there (tensor cores) and
+  let the dot accumulate in fp32;
+- stores must round the same way as the old host path (`fp_downcast_rounding` matters for
+  bit-exact comparisons).
+
+## References
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `tl.load(...).cast(tl.float32)`)
+- flash-linear-attention, e.g. `fla/modules/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(...).to(tl.float32)`)
+- Triton `triton/language/math.py` (`_check_dtype`: exp/log/sqrt accept fp32/fp64 only)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import call_name, flow_of
+from skel.skeletons.conditions import custom
+
+_CASTS = (".to", ".cast", "tl.cast")
+_FP32_ONLY = (
+    "tl.exp", "tl.exp2", "tl.log", "tl.log2", "tl.sqrt", "tl.sqrt_rn", "tl.rsqrt", "tl.sigmoid",
+    "tl.math.exp", "tl.math.exp2", "tl.math.log", "tl.math.log2", "tl.math.sqrt", "tl.math.rsqrt",
+    "tl.softmax", "tl.erf", "tl.math.erf",
+)
+_REDUCTIONS = ("tl.sum", "tl.cumsum", "tl.reduce")
+# bare helpers such as flash-linear-attention's `exp(x)` cast inside (`tl.exp(x.to(tl.float32))`),
+# so they are not fp32-only entry points and an argument passing through one is not raw
+
+
+def _dtype_arg(node: ast.Call) -> str:
+    if call_name(node) == "tl.cast":
+        arg = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    else:
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    return ast.unparse(arg) if arg is not None else ""
+
+
+def _cast_operand(node: ast.Call) -> ast.AST | None:
+    if call_name(node) == "tl.cast":
+        return node.args[0] if node.args else None
+    return node.func.value if isinstance(node.func, ast.Attribute) else None
+
+
+def _loaded_names(fl) -> set[str]:
+    return {t for c in fl.loads() for t in c.targets}
+
+
+def _upcasts_of_loads(k):
+    fl = flow_of(k)
+    loaded = _loaded_names(fl)
+    lines = []
+    for c in fl.named(*_CASTS):
+        if "float32" not in _dtype_arg(c.node):
+            continue
+        x = _cast_operand(c.node)
+        if isinstance(x, ast.Call) and call_name(x) == "tl.load" or isinstance(x, ast.Name) and x.id in loaded:
+            lines.append(c.line)
+    return lines
+
+
+def _raw_loads_into(k, math_calls):
+    """Loads whose values reach ``math_calls`` without any cast."""
+    fl = flow_of(k)
+    cast_names: set[str] = set()
+    cast_loads: set[int] = set()
+    for c in fl.named(*_CASTS):
+        x = _cast_operand(c.node)
+        if isinstance(x, ast.Name):
+            cast_names.add(x.id)
+        elif isinstance(x, ast.Call):
+            cast_loads.add(id(x))
+    raw = {}
+    for c in fl.loads():
+        if id(c.node) in cast_loads or set(c.targets) & cast_names or not c.targets:
+            continue
+        # `x = tl.load(...) * s` still counts; `x = tl.load(...).to(...)` was excluded above
+        for t in c.targets:
+            raw[t] = c.line
+    if not raw:
+        return None
+    lines = []
+    for m in fl.named(*math_calls):
+        if not m.node.args:
+            continue
+        arg = m.node.args[0]
+        if any(not call_name(c).startswith("tl.") for c in ast.walk(arg) if isinstance(c, ast.Call)):
+            continue  # through a helper or a method (`.to`): may already be fp32
+        names, exprs = fl.closure(arg, hops=3)
+        if names & raw.keys() and not names & cast_names and not _mixes_fp32(k, names, exprs):
+            lines.append(m.line)
+    return lines
+
+
+def _mixes_fp32(k, names, exprs) -> bool:
+    """An fp32 value (a tl.dot result, fp32 zeros, an fp32 cast) takes part: type promotion
+    makes the math fp32 whatever the loaded dtype, so nothing forces an fp32 input."""
+    if any(k.var_dtypes.get(n) == "fp32" for n in names):
+        return True
+    for e in exprs:
+        for c in ast.walk(e):
+            if isinstance(c, ast.Call) and (call_name(c) == "tl.dot" or "float32" in ast.unparse(c)):
+                return True
+    return False
+
+
+def _host_fp32_copy(k):
+    found = [n for n in k.module_calls if n.endswith(".float")]
+    return bool(found)
+
+
+UPCAST_AFTER_LOAD = custom(
+    "upcast-after-load", "`tl.load(...).to(tl.float32)` (or a cast of a loaded value to fp32)", _upcasts_of_loads)
+RAW_LOADS_IN_FP32_ONLY_MATH = custom(
+    "raw-loads-in-fp32-only-math",
+    "loaded values reach `tl.exp`/`tl.log`/`tl.sqrt`/`tl.sigmoid` (fp32-only in Triton 3.x) with no cast:"
+    " the kernel cannot take fp16/bf16 tensors",
+    lambda k: _raw_loads_into(k, _FP32_ONLY))
+RAW_LOADS_IN_REDUCTION = custom(
+    "raw-loads-in-reduction", "loaded values reach `tl.sum`/`tl.cumsum` with no cast",
+    lambda k: _raw_loads_into(k, _REDUCTIONS))
+HOST_FP32_COPY = custom(
+    "host-fp32-copy", "the launching file makes fp32 copies on the host (`x.float()`)", _host_fp32_copy)
+
+SKELETON = Skeleton(
+    id="in-kernel-upcast",
+    title="Upcast in the kernel, not on the host",
+    summary="Pass fp16/bf16 tensors and tl.load(...).to(tl.float32) in registers instead of a host .float() copy.",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=UPCAST_AFTER_LOAD,
+    preconditions=[RAW_LOADS_IN_FP32_ONLY_MATH | (RAW_LOADS_IN_REDUCTION & HOST_FP32_COPY)],
+    env=Env(),
+    helps=("memory",),
+    before='''
+@triton.jit
+def rms_norm_kernel(x_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * stride + cols, x * rstd, mask=cols < n_cols)
+
+
+def rms_norm(x, eps=1e-6):
+    x32 = x.float()  # an fp32 copy only so that the kernel can do fp32 math
+    y = torch.empty_like(x32)
+    rms_norm_kernel[(x.shape[0],)](x32, y, x32.stride(0), x.shape[1], eps, BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y.to(x.dtype)
+''',
+    after='''
+@triton.jit
+def rms_norm_kernel(x_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * stride + cols, (x * rstd).to(y_ptr.dtype.element_ty), mask=cols < n_cols)
+
+
+def rms_norm(x, eps=1e-6):
+    y = torch.empty_like(x)
+    rms_norm_kernel[(x.shape[0],)](x, y, x.stride(0), x.shape[1], eps, BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+''',
+)

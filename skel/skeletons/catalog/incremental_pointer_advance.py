@@ -1,0 +1,158 @@
+"""Advance tile pointers by a constant each iteration instead of rebuilding them from the base.
+
+## What it does
+Builds the tile's pointer grid once before the loop and moves it by a constant stride
+each iteration — `a_ptrs += BLOCK_K * stride_ak`, `b_ptrs += BLOCK_K * stride_bk`, or
+`p = tl.advance(p, (0, BLOCK_K))` for block pointers — instead of recomputing
+`base + rows[:, None] * stride_m + (k * BLOCK_K + cols)[None, :] * stride_k` from the loop
+index every time (strength reduction).
+
+## Why it is faster
+Rebuilding a `[BM, BK]` address grid costs integer multiplies and adds per element per
+iteration (64-bit when offsets are promoted), and keeps the index vectors alive in
+registers. An increment is one vector add, and the loop-invariant part is computed once.
+Triton's loop-invariant code motion often hoists much of the recomputation already, so
+the measured gain is usually small; it matters most in long K loops of small tiles, where
+address arithmetic competes with the loads and MMAs for issue slots.
+
+## Applies when
+- inside a `range`/`tl.range` loop that runs `tl.dot` (a K loop or a chunk loop), a 2-D
+  tile load's address is recomputed from the loop index (`k * BLOCK_K + offs`,
+  `i_t * BT + o_t`) each iteration — in memory-bound loops without MMAs the address math
+  hides behind the loads, and a loop of a few constexpr steps (`range(tl.cdiv(K, BK))`
+  with constexpr K) rebuilds its addresses only a handful of times;
+- the step between iterations is a constant stride (a plain strided walk, no gather).
+
+## Does not apply when
+- the address goes through an index loaded from memory (paged KV caches, MoE token
+  lists): the step is not constant;
+- `tl.static_range` loops: fully unrolled, the addresses fold to constants;
+- the loop is not affine in the index (reverse or strided schedules are fine with a
+  negative or larger constant step; data-dependent skips are not);
+- readability or portability matters more than a few integer ops: Liger-Kernel removed
+  pointer mutation from some kernels for NPU support and clarity (techniques.md) — this
+  is not a universal win.
+
+## References
+- Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `a_ptrs += BLOCK_SIZE_K * stride_ak`)
+- Triton (history) `python/triton/ops/flash_attention.py` (`_fwd_kernel`)
+- Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`: `tl.advance`)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import (broadcast_axes, flow_of, gathered_address, has_call,
+                                                   is_block_ptr_address, names_in, runtime_trip_count)
+from skel.skeletons.conditions import custom
+
+_LOOPS = ("range", "tl.range")
+
+
+def _advanced_in_loop(k):
+    """Pointers (or offsets used directly in an address) stepped by `+=`/`-=` or
+    `p = p + step` inside a `for` loop, and `tl.advance` inside a loop."""
+    fl = flow_of(k)
+    address_names: set[str] = set()
+    for c in fl.named("tl.load", "tl.store"):
+        addr = c.arg(0, "pointer")
+        if addr is not None:
+            address_names |= names_in(addr)
+    lines = [c.line for c in fl.named("tl.advance") if c.loops]
+    for name, defs in fl.defs.items():
+        if name not in address_names:
+            continue
+        for d in defs:
+            if not d.loops or d.loops[-1].kind == "while":
+                continue
+            stepped = d.op in ("+=", "-=") or (
+                d.op == "=" and isinstance(d.value, ast.BinOp) and isinstance(d.value.op, (ast.Add, ast.Sub))
+                and isinstance(d.value.left, ast.Name) and d.value.left.id == name)
+            if stepped:
+                lines.append(d.line)
+    return lines
+
+
+def _recomputed_tile_addresses(k):
+    fl = flow_of(k)
+    lines = []
+    for c in fl.named("tl.load", "tl.store"):
+        addr = c.arg(0, "pointer")
+        if addr is None or not c.loops or c.loops[-1].kind not in _LOOPS:
+            continue
+        loop = c.loops[-1]
+        if not any(loop.holds(d.line) for d in fl.named("tl.dot")):
+            continue  # memory-bound loops hide address math behind the loads
+        if not runtime_trip_count(fl, k, loop):
+            continue  # a few constexpr steps: the rebuilt addresses cost next to nothing
+        if is_block_ptr_address(fl, addr):
+            # a block pointer rebuilt inside the loop from the index
+            names, exprs = fl.closure(addr, within=loop)
+            if names & loop.targets:
+                lines.append(c.line)
+            continue
+        names, exprs = fl.closure(addr, within=loop)
+        if has_call(exprs, "tl.load"):
+            continue  # the step depends on data read in the loop (page tables, token lists)
+        if names & loop.targets and broadcast_axes(exprs) == {"col", "row"} and not gathered_address(fl, addr):
+            lines.append(c.line)
+    return lines
+
+
+POINTER_ADVANCED_IN_LOOP = custom(
+    "pointer-advanced-in-loop",
+    "an address stepped in a loop (`ptrs += BLOCK * stride`, `p = tl.advance(p, ...)`)",
+    _advanced_in_loop)
+TILE_ADDRESS_RECOMPUTED = custom(
+    "tile-address-recomputed-from-index",
+    "a 2-D tile address rebuilt from the loop index in every iteration of a runtime-length `range` loop"
+    " that runs `tl.dot`",
+    _recomputed_tile_addresses)
+
+SKELETON = Skeleton(
+    id="incremental-pointer-advance",
+    title="Advance pointers incrementally in loops",
+    summary="Step tile pointers by a constant per iteration (ptrs += BK * stride, tl.advance), not rebuild them.",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=POINTER_ADVANCED_IN_LOOP,
+    preconditions=[TILE_ADDRESS_RECOMPUTED],
+    env=Env(),
+    helps=("latency",),
+    before='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a_ptrs = a_ptr + rm[:, None] * stride_am + (k * BK + rk)[None, :] * stride_ak
+        b_ptrs = b_ptr + (k * BK + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
+        a = tl.load(a_ptrs, mask=(k * BK + rk)[None, :] < K, other=0.0)
+        b = tl.load(b_ptrs, mask=(k * BK + rk)[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+''',
+    after='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+''',
+)

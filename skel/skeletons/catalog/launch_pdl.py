@@ -1,0 +1,128 @@
+"""Programmatic Dependent Launch: overlap a small kernel's prologue with its predecessor's tail.
+
+## What it does
+Launches the kernel with `launch_pdl=True` and, inside it, calls
+`tl.extra.cuda.gdc_wait()` before the first load of data the previous kernel in the
+stream produced, and `tl.extra.cuda.gdc_launch_dependents()` as soon as the kernel no
+longer needs to delay its successor (typically right after its own `gdc_wait()` or
+early in the body). With PDL the driver may start this kernel while the previous one is
+still finishing: index math, program-id decoding and loads of weights that nothing
+upstream writes run before `gdc_wait()` returns.
+
+## Why it is faster
+Decode steps chain many tiny kernels (norm, rope, cache write, small GEMV-like ops),
+each very short. Between two dependent launches the GPU normally drains
+the first grid completely and only then ramps up the next: launch latency and the
+prologue are paid serially per kernel. PDL overlaps them, which matters exactly when a
+kernel's own runtime is comparable to that gap. Large kernels see no benefit.
+
+## Applies when
+- the kernel is a small, latency-bound launched kernel: 1-D grid (only
+  `tl.program_id(0)`), no loop over a runtime length, no `tl.dot`;
+- it is not a backward/gradient kernel (PDL pays off in inference decode chains, not in
+  training steps dominated by large kernels);
+- target: NVIDIA sm_90+ (Hopper, Blackwell) with a Triton that has the GDC intrinsics
+  and `launch_pdl` (Triton 3.3 or newer — approximate; check `triton.language.extra.cuda`).
+
+## Does not apply when
+- the kernel is large or long-running: the overlapped gap is negligible;
+- any read of a predecessor's output happens before `gdc_wait()` — that is a race; put
+  `gdc_wait()` before the first such load (the intrinsics are safe no-ops without PDL);
+- the backend is ROCm, the GPU is pre-Hopper, or the kernel runs under an API that
+  ignores the launch attribute; neighbouring kernels must also be PDL-launched for the
+  chain to overlap.
+
+## References
+- Triton tutorial `11-programmatic-dependent-launch.py` (`add_kernel`, `USE_GDC`, `launch_pdl`)
+- sglang `kernels/ops/attention/decode_attention.py` (stage-1 `gdc_launch_dependents`)
+- sglang `kernels/ops/kvcache/mla_buffer.py` (`set_mla_kv_buffer_kernel`)
+- vLLM `lora/ops/triton_ops/fused_moe_lora_op.py` (`_fused_moe_lora_kernel`)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY, program_axes
+from skel.skeletons.conditions import calls, custom, launched_with
+
+_GDC = ("gdc_wait", "gdc_launch_dependents")
+_BACKWARD = re.compile(r"(?i).*(bwd|backward|grad).*")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _gdc_calls(k):
+    return [c.line for c in k.calls if c.name.split(".")[-1] in _GDC] or None
+
+
+def _one_d_grid(k):
+    axes = program_axes(k)
+    return [k.line_start] if axes and axes <= {0} else None
+
+
+def _runtime_loops(k):
+    """Loops whose trip count is not a compile-time constant (or `while` loops)."""
+    constexprs = {p.name for p in k.params if p.constexpr}
+    out = []
+    for lp in k.loops:
+        if lp.kind == "tl.static_range":
+            continue
+        if lp.kind == "while" or set(_WORD.findall(" ".join(lp.args))) - constexprs - {"tl", "cdiv", "min", "max"}:
+            out.append(lp.line)
+    return out or None
+
+
+PDL_USED = custom("gdc-intrinsics", "`tl.extra.cuda.gdc_wait` / `gdc_launch_dependents` calls", _gdc_calls) | \
+    launched_with("launch_pdl", name="launch-pdl")
+ONE_D_GRID = custom("one-d-grid", "a 1-D grid (only `tl.program_id(0)`)", _one_d_grid)
+RUNTIME_LOOP = custom("runtime-loop", "loop over a runtime length", _runtime_loops)
+DOT = calls("tl.dot", name="dot", describe="`tl.dot` call")
+BACKWARD_KERNEL = custom("backward-kernel", "backward/gradient kernel (name has bwd/backward/grad)",
+                         lambda k: [k.line_start] if _BACKWARD.fullmatch(k.name) else None)
+
+SKELETON = Skeleton(
+    id="launch-pdl",
+    title="Programmatic Dependent Launch (launch_pdl + gdc_wait)",
+    summary="Launch small decode kernels with launch_pdl=True and gdc_wait/gdc_launch_dependents to overlap launches.",
+    category=Category.HOST,
+    doc=__doc__,
+    present=PDL_USED,
+    preconditions=[KERNEL_ENTRY, ONE_D_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL],
+    env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
+    helps=("latency",),
+    before='''
+@triton.jit
+def rmsnorm_decode_kernel(x_ptr, w_ptr, y_ptr, eps, D: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, D)
+    w = tl.load(w_ptr + cols).to(tl.float32)
+    x = tl.load(x_ptr + row * D + cols).to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
+    tl.store(y_ptr + row * D + cols, x * rstd * w)
+
+
+def rmsnorm_decode(x, w, eps=1e-6):
+    y = torch.empty_like(x)
+    rmsnorm_decode_kernel[(x.shape[0],)](x, w, y, eps, D=x.shape[1])
+    return y
+''',
+    after='''
+@triton.jit
+def rmsnorm_decode_kernel(x_ptr, w_ptr, y_ptr, eps, D: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, D)
+    w = tl.load(w_ptr + cols).to(tl.float32)  # weights: nothing upstream writes them
+    tl.extra.cuda.gdc_wait()  # x comes from the previous kernel
+    tl.extra.cuda.gdc_launch_dependents()
+    x = tl.load(x_ptr + row * D + cols).to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
+    tl.store(y_ptr + row * D + cols, x * rstd * w)
+
+
+def rmsnorm_decode(x, w, eps=1e-6):
+    y = torch.empty_like(x)
+    rmsnorm_decode_kernel[(x.shape[0],)](x, w, y, eps, D=x.shape[1], launch_pdl=True)
+    return y
+''',
+)

@@ -1,0 +1,185 @@
+"""Feed `tl.dot` fp16/bf16 operands and keep only the accumulator in fp32.
+
+## What it does
+Casts fp32 tiles to the storage dtype (or bf16/fp16) right before the matmul and lets the
+dot accumulate in fp32: `acc = tl.dot(p.to(v.dtype), v, acc)` with
+`acc = tl.zeros([BM, BN], dtype=tl.float32)`, instead of `tl.dot(p, v.to(tl.float32))`.
+
+## Why it is faster
+Tensor cores run fp16/bf16 MMAs at twice the TF32 rate and many times the ieee fp32
+rate (~790 TFLOP/s bf16 measured on the H200, platform.md), and half-width operands halve
+shared-memory traffic and registers per tile. The fp32 accumulator keeps the error of the
+sum bounded: only each operand is rounded (8 bits of mantissa for bf16, 11 for fp16).
+This is the standard recipe of the Triton matmul tutorial and most FLA kernels
+(techniques.md: 234 FLA kernels).
+
+## Applies when
+- a `tl.dot` inside a loop gets fp32 operands (tiles upcast with `.to(tl.float32)`, fp32
+  intermediates such as softmax probabilities `p` or gated states) and asks for no
+  particular precision (no `input_precision=`, no `allow_tf32=False`);
+- the operands' error is bounded: probabilities in [0, 1], normalized activations, data
+  that was fp16/bf16 in memory before an upcast (casting back loses nothing).
+
+## Does not apply when
+- the dot must match fp32: triangular solves, cumsum-by-matmul, inverses, long
+  recurrences whose error compounds. Those are the `dot-input-precision-tf32x3` cases
+  (more accuracy at tensor-core speed), the opposite direction of this skeleton — choose
+  this one for throughput on tolerant operands, that one when the result must be close
+  to fp32;
+- the kernel states a precision (`input_precision="ieee"`/`"tf32x3"`, `allow_tf32=False`,
+  or an autotuned `DOT_PRECISION`): that is a deliberate choice;
+- the values exceed fp16 range (use bf16) or need more than 8 mantissa bits (keep fp32);
+- the operand is a constant ones/triangular mask (see `native-cumsum`).
+
+## References
+- Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`)
+- Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`: `p.to(...)` before the P·V dot)
+- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_A_fwd.py` (`chunk_dplr_fwd_A_kernel_intra_tensorcore`)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import call_name, flow_of, names_in
+from skel.skeletons.catalog.native_cumsum import triangular_ones
+from skel.skeletons.conditions import calls, custom, dot_operands_fp32, dot_operands_lowp, operand_dtype
+
+_LOWP_OUT = ("float16", "bfloat16")
+
+
+def _lowp_dot_fp32_out(c, k) -> bool:
+    out = c.kwargs.get("out_dtype", "")
+    return dot_operands_lowp(c, k) and not any(t in out for t in _LOWP_OUT)
+
+
+def _deliberate_precision(c) -> bool:
+    prec = c.kwargs.get("input_precision")
+    if prec is not None and prec.strip("'\" ") not in ("tf32",):
+        return True  # ieee, tf32x3, bf16x3..., or a constexpr chosen elsewhere
+    return "allow_tf32" in c.kwargs and "False" in c.kwargs["allow_tf32"]
+
+
+def _switchable_upcast(fl, k, node) -> bool:
+    """An operand is upcast only under a constexpr flag (`if CAST_FP32: x = x.to(tl.float32)`):
+    the kernel already offers both paths, the choice is the caller's."""
+    flags = {p.name for p in k.params if p.constexpr}
+    flag_ifs = {i["line"] for i in k.ifs if set(i.get("names", ())) & flags}
+    for a in node.args[:2]:
+        if not isinstance(a, ast.Name):
+            continue
+        casts = [c for c in fl.named(".to") if a.id in c.targets and "float32" in ast.unparse(c.node)]
+        if casts and all(any(line in flag_ifs for line, _ in c.branch) for c in casts):
+            return True
+    return False
+
+
+def _lowp_cast(value) -> bool:
+    if isinstance(value, ast.Call) and call_name(value) in (".to", "tl.cast") and (value.args or value.keywords):
+        text = ast.unparse(value.args[-1] if value.args else value.keywords[0].value)
+        return any(t in text for t in ("float16", "bfloat16", "float8", ".dtype", "element_ty"))
+    return False
+
+
+def _fp32_names(fl, k) -> set[str]:
+    """Names holding fp32 tensors: typed by the facts (casts, fp32 zeros), `tl.dot` results,
+    and values computed from those without a cast back to low precision."""
+    fp32 = {n for n, t in k.var_dtypes.items() if t == "fp32"}
+    changed = True
+    while changed:
+        changed = False
+        for n, defs in fl.defs.items():
+            if n in fp32 or any(_lowp_cast(d.value) for d in defs):
+                continue
+            for d in defs:
+                dots = [c for c in ast.walk(d.value) if isinstance(c, ast.Call) and call_name(c) == "tl.dot"
+                        and not any(k_.arg == "out_dtype" for k_ in c.keywords)]
+                if dots or names_in(d.value) & fp32 and d.op == "=":
+                    fp32.add(n)
+                    changed = True
+                    break
+    return fp32
+
+
+def _operands_fp32(fl, k, c, node) -> bool:
+    if dot_operands_fp32(c, k):
+        return True
+    if len(node.args) < 2:
+        return False
+    fp32 = _fp32_names(fl, k)
+    return all(isinstance(a, ast.Name) and a.id in fp32 or operand_dtype(ast.unparse(a), k) == "fp32"
+               for a in node.args[:2])
+
+
+def _fp32_dots_in_loop(k):
+    fl = None
+    lines = []
+    for c in k.calls_named("tl.dot"):
+        if not c.loop_depth or _deliberate_precision(c):
+            continue
+        fl = fl or flow_of(k)
+        node = next((x.node for x in fl.named("tl.dot") if x.line == c.line), None)
+        if node is None or not _operands_fp32(fl, k, c, node):
+            continue
+        if node is not None and (any(triangular_ones(fl, a) for a in node.args[:2])
+                                 or _switchable_upcast(fl, k, node)):
+            continue
+        lines.append(c.line)
+    return lines
+
+
+PRECISION_STATED = calls("tl.dot", where=lambda c, k: _deliberate_precision(c), name="dot-precision-stated",
+                         describe="a `tl.dot` with a stated precision (ieee / tf32x3 / allow_tf32=False / a constexpr)")
+LOWP_OPERAND_DOT = calls("tl.dot", where=_lowp_dot_fp32_out, name="lowp-operand-dot",
+                         describe="a `tl.dot` on fp16/bf16/fp8 operands (cast or typed) with an fp32 result")
+FP32_DOT_IN_LOOP = custom(
+    "fp32-dot-in-loop",
+    "a `tl.dot` in a loop on fp32 operands with no stated precision (not a triangular-ones matmul)",
+    _fp32_dots_in_loop)
+
+SKELETON = Skeleton(
+    id="lowp-dot-fp32-accumulator",
+    title="Low-precision dot operands, fp32 accumulator",
+    summary="Cast fp32 tiles to bf16/fp16 before tl.dot and accumulate in fp32: 2x+ MMA throughput, bounded error.",
+    category=Category.ARITHMETIC,
+    doc=__doc__,
+    present=LOWP_OPERAND_DOT,
+    preconditions=[FP32_DOT_IN_LOOP, ~PRECISION_STATED],
+    env=Env(),
+    helps=("compute",),
+    before='''
+@triton.jit
+def attn_fwd_inner(q_ptr, k_ptr, v_ptr, o_ptr, T, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    o_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    o_d = tl.arange(0, D)
+    q = tl.load(q_ptr + o_m[:, None] * D + o_d[None, :]).to(tl.float32)
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    l_i = tl.zeros([BM], dtype=tl.float32)
+    for start in range(0, T, BN):
+        o_n = start + tl.arange(0, BN)
+        k = tl.load(k_ptr + o_n[:, None] * D + o_d[None, :]).to(tl.float32)
+        v = tl.load(v_ptr + o_n[:, None] * D + o_d[None, :]).to(tl.float32)
+        p = tl.sigmoid(tl.dot(q, tl.trans(k)))
+        l_i += tl.sum(p, 1)
+        acc = tl.dot(p, v, acc)
+    tl.store(o_ptr + o_m[:, None] * D + o_d[None, :], acc / l_i[:, None])
+''',
+    after='''
+@triton.jit
+def attn_fwd_inner(q_ptr, k_ptr, v_ptr, o_ptr, T, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    o_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    o_d = tl.arange(0, D)
+    q = tl.load(q_ptr + o_m[:, None] * D + o_d[None, :])
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    l_i = tl.zeros([BM], dtype=tl.float32)
+    for start in range(0, T, BN):
+        o_n = start + tl.arange(0, BN)
+        k = tl.load(k_ptr + o_n[:, None] * D + o_d[None, :])
+        v = tl.load(v_ptr + o_n[:, None] * D + o_d[None, :])
+        p = tl.sigmoid(tl.dot(q, tl.trans(k)))
+        l_i += tl.sum(p, 1)
+        acc = tl.dot(p.to(v.dtype), v, acc)  # bf16 operands, fp32 accumulator
+    tl.store(o_ptr + o_m[:, None] * D + o_d[None, :], acc / l_i[:, None])
+''',
+)

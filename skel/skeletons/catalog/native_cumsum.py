@@ -1,0 +1,155 @@
+"""Prefix sums with `tl.cumsum` instead of a triangular-mask matmul.
+
+## What it does
+Replaces a prefix sum computed on tensor cores — build a lower-triangular ones matrix
+`m = tl.where(o[:, None] >= o[None, :], 1., 0.)` and multiply `tl.dot(m, x)` — with the
+native scan `tl.cumsum(x, axis=0)` (`reverse=True` for the upper-triangular, suffix-sum
+form; `tl.associative_scan` for other combine functions).
+
+## Why it is faster
+The matmul spends `BT x BT x BD` multiply-adds to do `BT x BD` additions, and for fp32
+data it must run either in TF32 (10-bit mantissa: visible error in gate cumsums) or as an
+`allow_tf32=False`/`"ieee"` dot that leaves the tensor cores idle. The native scan does
+`O(BT x BD)` exact fp32 additions in registers and warp shuffles, needs no `[BT, BT]` mask
+tile (fewer registers), and keeps full precision. flash-linear-attention moved its
+cumsum kernels to `tl.cumsum` and later to native reverse scans because the
+subtract-from-total trick lost small suffix contributions (fla-org/flash-linear-attention#1095).
+
+## Applies when
+- a `tl.dot` consumes a mask built from comparing an index vector with itself
+  (`o[:, None] >= o[None, :]`, `>`, `<=`, `<`) turned into constant 1/0 values;
+- the target Triton has reverse scans (`tl.cumsum(..., reverse=True)`; present in Triton
+  3.0, added in 2024 — triton-lang/triton#3177).
+
+## Does not apply when
+- older Triton, where the survey notes the matmul form was preferred (techniques.md lists
+  both directions in history, #28 vs #29);
+- the scan is fused into a larger matmul chain (the ones-matrix product is one term of a
+  bigger `tl.dot` expression), where tensor cores do the work for free;
+- the mask is a causal mask applied to data (`tl.where(m, b_A, 0)`), not constant ones:
+  that is attention masking, not a prefix sum;
+- custom combine functions with `tl.associative_scan(..., reverse=True)` on Triton 3.0:
+  reverse associative scans returned wrong results there (triton-lang/triton#4362) —
+  test them.
+
+## References
+- flash-linear-attention `fla/ops/utils/cumsum.py` (`chunk_local_cumsum_vector_kernel`: `tl.cumsum`)
+- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: still the matmul form)
+- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: matmul form)
+- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_moe_router_prefix_sum_kernel`: `tl.cumsum`)
+- flash-linear-attention pull request #1095 (native reverse scans)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import call_name, flow_of
+from skel.skeletons.conditions import calls, custom
+
+_CMP = (ast.GtE, ast.Gt, ast.LtE, ast.Lt)
+
+
+def _axis_of(node) -> tuple[str, str] | None:
+    """("o_i", "col") for `o_i[:, None]`, ("o_i", "row") for `o_i[None, :]`."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
+        return None
+    a, b = node.slice.elts
+    base = ast.dump(node.value)
+    if isinstance(a, ast.Slice) and isinstance(b, ast.Constant) and b.value is None:
+        return base, "col"
+    if isinstance(a, ast.Constant) and a.value is None and isinstance(b, ast.Slice):
+        return base, "row"
+    return None
+
+
+def _triangle_compare(node) -> bool:
+    """`o[:, None] >= o[None, :]` (any of > >= < <=) on the same index vector."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], _CMP)):
+        return False
+    left, right = _axis_of(node.left), _axis_of(node.comparators[0])
+    return bool(left and right and left[0] == right[0] and left[1] != right[1])
+
+
+def _const(node) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool))
+
+
+def _mask_expr_is_triangle(fl, expr, hops: int) -> bool:
+    if any(_triangle_compare(n) for n in ast.walk(expr)):
+        return True
+    if isinstance(expr, ast.Name) and hops > 0:
+        return any(_mask_expr_is_triangle(fl, d.value, hops - 1) for d in fl.defs.get(expr.id, ()))
+    return False
+
+
+def triangular_ones(fl, expr, hops: int = 3) -> bool:
+    """``expr`` is (a name bound to) a constant lower/upper-triangular ones matrix:
+    `tl.where(o[:, None] >= o[None, :], 1., 0.)`, possibly `.to(...)`-cast or chosen by
+    an `if`, or a triangle comparison cast to float."""
+    if isinstance(expr, ast.Name):
+        return hops > 0 and any(triangular_ones(fl, d.value, hops - 1) for d in fl.defs.get(expr.id, ()))
+    if isinstance(expr, ast.IfExp):
+        return triangular_ones(fl, expr.body, hops) or triangular_ones(fl, expr.orelse, hops)
+    if isinstance(expr, ast.Call):
+        name = call_name(expr)
+        if name == ".to" and isinstance(expr.func, ast.Attribute):
+            inner = expr.func.value
+            return _triangle_compare(inner) or triangular_ones(fl, inner, hops)
+        if name == "tl.where" and len(expr.args) == 3:
+            cond, a, b = expr.args
+            return _const(a) and _const(b) and _mask_expr_is_triangle(fl, cond, 2)
+    return False
+
+
+def _mask_matmuls(k):
+    fl = flow_of(k)
+    return [c.line for c in fl.named("tl.dot") if any(triangular_ones(fl, a) for a in c.node.args[:2])]
+
+
+NATIVE_SCAN = calls("tl.cumsum", "tl.associative_scan", name="native-scan",
+                    describe="`tl.cumsum` / `tl.associative_scan`")
+TRIANGULAR_MASK_MATMUL = custom(
+    "triangular-mask-matmul",
+    "a `tl.dot` with a constant triangular ones matrix `tl.where(o[:, None] >= o[None, :], 1., 0.)`",
+    _mask_matmuls)
+
+SKELETON = Skeleton(
+    id="native-cumsum",
+    title="Native scan instead of cumsum-by-matmul",
+    summary="Replace tl.dot(tril_ones, x) prefix sums with tl.cumsum / tl.associative_scan (exact fp32, O(n) work).",
+    category=Category.ARITHMETIC,
+    doc=__doc__,
+    present=NATIVE_SCAN,
+    preconditions=[TRIANGULAR_MASK_MATMUL],
+    env=Env(triton=">=3.0"),
+    helps=("compute",),
+    before='''
+@triton.jit
+def chunk_cumsum_kernel(s_ptr, o_ptr, T, S: tl.constexpr, BT: tl.constexpr):
+    i_t = tl.program_id(0)
+    o_i = tl.arange(0, BT)
+    o_s = tl.arange(0, S)
+    m_s = tl.where(o_i[:, None] >= o_i[None, :], 1., 0.)
+    o_t = i_t * BT + o_i
+    p = o_t[:, None] * S + o_s[None, :]
+    b_s = tl.load(s_ptr + p, mask=o_t[:, None] < T, other=0.0).to(tl.float32)
+    b_o = tl.dot(m_s, b_s, allow_tf32=False)
+    tl.store(o_ptr + p, b_o, mask=o_t[:, None] < T)
+''',
+    after='''
+@triton.jit
+def chunk_cumsum_kernel(s_ptr, o_ptr, T, S: tl.constexpr, BT: tl.constexpr):
+    i_t = tl.program_id(0)
+    o_i = tl.arange(0, BT)
+    o_s = tl.arange(0, S)
+    o_t = i_t * BT + o_i
+    p = o_t[:, None] * S + o_s[None, :]
+    b_s = tl.load(s_ptr + p, mask=o_t[:, None] < T, other=0.0).to(tl.float32)
+    b_o = tl.cumsum(b_s, axis=0)
+    tl.store(o_ptr + p, b_o, mask=o_t[:, None] < T)
+''',
+)

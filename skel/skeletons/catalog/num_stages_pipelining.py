@@ -1,0 +1,146 @@
+"""Software-pipeline tile loads across loop iterations with `num_stages`.
+
+## What it does
+Sets the pipeline depth of the kernel's main loop explicitly: `num_stages=` in the
+autotune `triton.Config(...)`s (tuned together with the tiles), at the launch
+(`kernel[grid](..., num_stages=3)`), or per loop with `tl.range(lo, hi, step,
+num_stages=k)`. Triton's software pipeliner then keeps `k - 1` iterations of loads in
+flight (cp.async on Ampere, TMA/async copies on Hopper) into multi-buffered shared
+memory while the current iteration computes.
+
+## Why it is faster
+A loop that loads a tile and then uses it waits for global-memory latency on every
+iteration unless the loads are issued ahead. Multi-buffering overlaps the next tiles'
+loads with this tile's math (`tl.dot`, reductions), which is what lets a K-loop or a
+recurrent scan approach bandwidth or tensor-core peak. The right depth depends on
+tile size and SMEM: too shallow leaves latency exposed, too deep runs out of shared
+memory or lowers occupancy — hence tuning it rather than relying on the backend default
+(`num_stages=3` in the NVIDIA backend options of Triton 3.7).
+
+## Applies when
+- the kernel has a `range`/`tl.range` loop whose body loads tiles with `tl.load` and
+  feeds them to `tl.dot` (the case the pipeliner handles best), or streams 2-D tiles
+  (broadcast offsets or block pointers) over a runtime-length dimension;
+- no `num_stages` is set anywhere (configs, launch, or loop).
+
+## Does not apply when
+- the loop is a `tl.static_range` (unrolled, nothing to pipeline) or a `while` loop;
+- each iteration's load address depends on the previous iteration's result (pointer
+  chasing, data-dependent indices): nothing can be issued ahead;
+- SMEM is already the limit (large tiles with many stages fail with "out of resources";
+  prune those configs);
+- on backends without async copies (pre-Ampere NVIDIA) the extra stages buy little;
+  on AMD the meaning of `num_stages` differs (stream-pipeliner depth) — tune it there
+  separately.
+
+## References
+- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`,
+  `tl.range(..., num_stages=)`)
+- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_h_fwd.py` (`chunk_dplr_fwd_kernel_h`)
+- Triton tutorial `02-fused-softmax.py` (`softmax_kernel`, `tl.range(..., num_stages=num_stages)`)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.autotune_configs import autotune_config_keys
+from skel.skeletons.conditions import custom, launched_with, loop
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _config_num_stages(k):
+    if "num_stages" in autotune_config_keys(k):
+        return [k.decorator("triton.autotune").line]
+    return None
+
+
+def _jit_num_stages(k):
+    return [d.line for d in k.decorators if "num_stages" in d.kwargs] or None
+
+
+def _is_tile_load(call, k) -> bool:
+    """A 2-D tile load: broadcast offsets (``[:, None]``) or a block pointer, directly or via
+    the local variable holding the pointer."""
+    ptr = call.args[0] if call.args else ""
+    texts = [ptr]
+    head = _WORD.match(ptr.strip())
+    if head:
+        texts += [a.value for a in k.assigns if head.group(0) in a.targets]
+    return any("None]" in t or "make_block_ptr" in t or "make_tensor_descriptor" in t for t in texts)
+
+
+def pipelinable_loops(k) -> list[int]:
+    """`range`/`tl.range` loops whose loads feed a `tl.dot`, or that stream 2-D tiles over a
+    runtime-length dimension (a bound that is not a compile-time constant)."""
+    constexprs = {p.name for p in k.params if p.constexpr}
+    out = []
+    for lp in k.loops:
+        if lp.kind not in ("range", "tl.range"):
+            continue
+        inside = [c for c in k.calls if lp.line <= c.line <= lp.end_line]
+        loads = [c for c in inside if c.name == "tl.load"]
+        if not loads:
+            continue
+        if any(c.name == "tl.dot" for c in inside):
+            out.append(lp.line)
+            continue
+        bound = set(_WORD.findall(" ".join(lp.args))) - {"tl", "cdiv", "min", "max"}
+        if bound - constexprs and any(_is_tile_load(c, k) for c in loads):
+            out.append(lp.line)
+    return out
+
+
+STAGES_SET = (
+    custom("autotune-num-stages", "autotune configs setting `num_stages`", _config_num_stages)
+    | launched_with("num_stages", name="launch-num-stages")
+    | loop(kind="tl.range", kw="num_stages", name="tl-range-num-stages",
+           describe="`tl.range(..., num_stages=)`")
+    | custom("jit-num-stages", "`num_stages` on the jit decorator", _jit_num_stages)
+)
+PIPELINABLE_LOOP = custom("pipelinable-load-loop",
+                          "a loop loading tiles that feed `tl.dot` or stream 2-D tiles over a runtime length",
+                          pipelinable_loops)
+
+SKELETON = Skeleton(
+    id="num-stages-pipelining",
+    title="Software pipelining with num_stages",
+    summary="Set/tune num_stages (configs, launch or tl.range) so tile loads of later iterations overlap compute.",
+    category=Category.TUNING,
+    doc=__doc__,
+    present=STAGES_SET,
+    preconditions=[PIPELINABLE_LOOP],
+    env=Env(),
+    helps=("memory", "latency"),
+    before='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(k + rk)[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=(k + rk)[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+    after='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  NUM_STAGES: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, K, BLOCK_K, num_stages=NUM_STAGES):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(k + rk)[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=(k + rk)[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+)

@@ -1,0 +1,347 @@
+"""Skip key/value tiles that a causal (or block-sparse) mask empties, instead of masking them.
+
+## What it does
+An attention-like kernel that loops over *all* key blocks and applies the causal mask
+with `tl.where(offs_m[:, None] >= offs_n[None, :], s, -inf)` computes the full square
+and throws half of it away. Tile skipping bounds the loop by the query tile instead:
+
+    # blocks strictly below the diagonal: no mask needed
+    for start_n in range(0, start_m * BLOCK_M, BLOCK_N):
+        ...unmasked body...
+    # the diagonal block(s): masked
+    for start_n in range(start_m * BLOCK_M, (start_m + 1) * BLOCK_M, BLOCK_N):
+        ...masked body...
+
+(the Triton tutorial's `STAGE` constexpr runs the same inner function for both ranges).
+Block-sparse variants skip blocks listed as empty (`if` on a loaded block mask, an early
+`return`, or a loop over a list of selected block indices).
+
+## Why it is faster
+For causal attention over N keys, a query tile at row block i only needs blocks 0..i:
+on average half the QK^T/PV MMAs, half the K/V loads and half the `exp`s are wasted in
+the full-range loop. Skipping them cuts the work ~2x for long sequences, and splitting
+off the diagonal block also removes the `tl.where` (a select per score) from every
+off-diagonal block.
+
+## Applies when
+- the kernel loops over key/value blocks with bounds that do not depend on the query
+  tile (`range(0, N_CTX, BLOCK_N)`), and inside the loop applies a triangular mask
+  comparing a query-side offset (from the program id) with a key-side offset (from
+  the loop variable): `q_idx[:, None] >= k_idx[None, :]`.
+
+## Does not apply when
+- the mask is not triangular across tiles: a mask within one chunk
+  (`o_i[:, None] >= o_i[None, :]`, FLA intra-chunk kernels) or a padding mask;
+- the loop bound already depends on the query tile (`hi = (start_m + 1) * BLOCK_M`,
+  `range(0, i_t * BT, BS)`), there is a `STAGE` split, or blocks are already selected
+  from an index list / skipped with an `if`;
+- non-causal attention or a bidirectional mask (nothing to skip);
+- heavy load imbalance matters more than the saved work: the last query tiles do N/BLOCK
+  iterations, the first do one — pair with a reversed/longest-first tile order for
+  many heads, or a persistent schedule.
+The diagonal handling must be exact: when BLOCK_M != BLOCK_N, the masked range is
+`[start_m * BLOCK_M, (start_m + 1) * BLOCK_M)` stepped by BLOCK_N; keep the
+`tl.where` there.
+
+## References
+- Triton tutorial `06-fused-attention.py` (`_attn_fwd_inner`, `STAGE` with `lo, hi`)
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`: `range(i_start, i_t * BT, BS)` then the diagonal block)
+- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`, selected block indices)
+- flash-linear-attention `fla/ops/simple_gla/parallel.py` (`parallel_simple_gla_fwd_kernel`)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import custom, param
+
+_ID = re.compile(r"[A-Za-z_]\w*")
+_COL = r"\[\s*:\s*,\s*None\s*\]"
+_ROW = r"\[\s*None\s*,\s*:\s*\]"
+# a[:, None] OP b[None, :]   |   a[None, :] OP b[:, None]   |   (a[:, None] - b[None, :] OP w)
+_TRI = re.compile(
+    r"([A-Za-z_]\w*)\s*" + _COL + r"\s*(?:>=|<=|>|<)\s*\(?\s*([A-Za-z_]\w*)[^&|,]*?" + _ROW
+    + r"|([A-Za-z_]\w*)\s*" + _ROW + r"\s*(?:>=|<=|>|<)\s*\(?\s*([A-Za-z_]\w*)[^&|,]*?" + _COL
+    + r"|([A-Za-z_]\w*)\s*" + _COL + r"\s*-\s*([A-Za-z_]\w*)\s*" + _ROW + r"\s*(?:>=|<=|>|<)")
+
+
+def _targets(a) -> list[str]:
+    out = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
+
+
+_TILE_PARAM = re.compile(r"i_[a-z]{1,3}|start_[mn]|pid(_\w+)?|\w*_block_id|\w*tile_id")
+_PURE = {".to", "tl.cdiv", "triton.cdiv", "cdiv", "tl.maximum", "tl.minimum", "min", "max", "tl.multiple_of"}
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def _calls(a) -> set[str]:
+    """Canonical call names; a method on a local value (`x.to`) becomes `.to`."""
+    out = set()
+    for c in a.calls:
+        head = c.split(".")[0]
+        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
+    return out
+
+
+def _tile_names(k) -> set[str]:
+    """Names holding a program id, or integer arithmetic on program ids and scalar arguments
+    (``i_b, i_h = i_bh // H, i_bh % H``): tile indices and positions, not loaded values.
+    In a `@triton.jit` helper without `tl.program_id`, index-like parameters (`i_t`, `start_m`)."""
+    tiles: set[str] = set()
+    for a in k.assigns:
+        if any("program_id" in c for c in a.calls):
+            tiles |= set(_targets(a))
+    if not k.calls_named("tl.program_id") and not tiles:
+        tiles = {p.name for p in k.params if not p.constexpr and _TILE_PARAM.fullmatch(p.name)}
+    scalars = {p.name for p in k.params if p.constexpr or not p.annotation and not _is_pointer(p.name)}
+    scalars |= {"tl", "int64", "int32"}
+    for a in k.assigns:  # counts such as NT = tl.cdiv(T, BT)
+        if a.loop_depth == 0 and a.op == "=" and _calls(a) <= _PURE and set(a.names) <= scalars | {"cdiv"}:
+            scalars |= set(_targets(a))
+    loaded = {t for a in k.assigns if "tl.load" in a.calls for t in _targets(a)}
+    direct = set(tiles)
+    changed = True
+    while changed:
+        changed = False
+        for a in k.assigns:
+            if set(_targets(a)) & loaded - direct:
+                continue  # also assigned from memory in another branch (varlen bos/eos/T)
+            if a.loop_depth or a.op != "=" or not _calls(a) <= _PURE or not set(a.names) & tiles:
+                continue
+            if not set(a.names) <= tiles | scalars | {c for c in a.calls if "." not in c}:
+                continue
+            new = set(_targets(a)) - tiles
+            if new:
+                tiles |= new
+                changed = True
+    return tiles
+
+
+def _is_pointer(name: str) -> bool:
+    return name.endswith("ptr") or name.lower() in ("q", "k", "v", "o", "g", "x", "y")
+
+
+def _substituted(k, text: str, depth: int = 3) -> str:
+    """``text`` with names assigned once outside loops replaced by their value (a few levels)."""
+    defs: dict[str, list[str]] = {}
+    for a in k.assigns:
+        tg = _targets(a)
+        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        if a.loop_depth == 0 and len(vals) == len(tg):
+            for t, v in zip(tg, vals):
+                # a value read from memory is never substituted (it hides nothing about the tile)
+                defs.setdefault(t, []).append("" if "tl.load" in v or "program_id" in v else v.strip())
+    for _ in range(depth):
+        new = _ID.sub(lambda m: "(" + defs[m.group(0)][0] + ")"
+                      if len(defs.get(m.group(0), ())) == 1 and defs[m.group(0)][0] else m.group(0), text)
+        if new == text:
+            break
+        text = new
+    return text
+
+
+def _bound_by_tile(k, arg: str, tiles: set[str]) -> bool:
+    return any(_tile_scaled(_substituted(k, arg, depth), tiles) for depth in range(4))
+
+
+def _tile_scaled(text: str, tiles: set[str]) -> bool:
+    """The tile index scales a bound (`i_t * BT`, `(start_m + 1) * BLOCK_M`, `(i_t + 1) // BS`),
+    not only subtracted from a length (`T - i_t * BT`, a boundary guard)."""
+    for _ in range(3):  # drop subtracted terms: `- (..)`, `- a * b`
+        text = re.sub(r"-\s*\((?:[^()]|\([^()]*\))*\)", "-0", text)
+        text = re.sub(r"-\s*[\w.]+(\s*[*/]+\s*[\w.]+)*", "-0", text)
+    for m in _ID.finditer(text):
+        if m.group(0) not in tiles:
+            continue
+        before = text[:m.start()].rstrip()
+        after = text[m.end():]
+        if re.match(r"\s*(\*|\+\s*[\w\s+]*\)\s*(\*|//))", after) or re.search(r"[\w)]\s*\*\s*\(?\s*$", before):
+            return True
+    return False
+
+
+def _causal_compares(k, lp) -> list[tuple[int, str, str]]:
+    out = []
+    texts = [(a.line, a.value) for a in k.assigns if lp.line <= a.line <= lp.end_line]
+    texts += [(c.line, x) for c in k.calls if lp.line <= c.line <= lp.end_line for x in c.args]
+    for line, text in texts:
+        for m in _TRI.finditer(text):
+            g = [x for x in m.groups() if x]
+            if len(g) == 2 and g[0] != g[1]:
+                out.append((line, g[0], g[1]))
+    return out
+
+
+def _any_triangular(k) -> bool:
+    texts = [a.value for a in k.assigns] + [x for c in k.calls for x in c.args]
+    return any(_TRI.search(t) for t in texts) or bool(re.search(r"(?i)causal", " ".join(p.name for p in k.params)))
+
+
+def _bounded_loops(k) -> list[int]:
+    """Loops whose range is bounded by the query tile (with a triangular mask in the kernel)."""
+    tiles = _tile_names(k)
+    if not tiles or not _any_triangular(k):
+        return []
+    return [lp.line for lp in k.loops
+            if lp.kind != "while" and any(_bound_by_tile(k, a, tiles) for a in lp.args)]
+
+
+def _skipped_blocks(k) -> list[int]:
+    """An `if` inside a loop comparing the block position with the tile (skip the block), or a
+    loop over loaded block indices (`i_s = tl.load(block_indices + i) * BS`)."""
+    tiles = _tile_names(k)
+    lines = []
+    for f in k.ifs:
+        if not (f.get("loop_depth", 0) and re.search(r"<=|>=|<|>", f["test"])) or "tl.load" in f["test"]:
+            continue
+        lp = max((lp for lp in k.loops if lp.line <= f["line"] <= lp.end_line), key=lambda x: x.line)
+        variant = set(lp.assigned) | set(lp.targets)
+        names = set(f["names"])
+        if (names & tiles) - variant and (names & variant) - tiles:
+            lines.append(f["line"])
+    for lp in k.loops:
+        if _sparse_bounds(k, lp):
+            lines.append(lp.line)
+    for a in k.assigns:
+        if a.loop_depth and "tl.load" in a.calls and re.search(
+                r"tl\.load\(\s*\w*(indices|_idx|block_table|block_ids)\w*\b[^()]*\)(\.to\([^()]*\))?\s*\*\s*[A-Z]\w*",
+                a.value):
+            lines.append(a.line)
+    return lines
+
+
+_SPARSE = re.compile(r"(?i)csr|block_(count|indices|idx|offsets|mask)|kv_indices|nnz|sparse")
+
+
+def _sparse_bounds(k, lp) -> bool:
+    """Loop bounds read from a block-sparse structure (CSR offsets, block counts)."""
+    texts, seen = list(lp.args), set()
+    for _ in range(3):
+        names = {n for t in texts for n in _ID.findall(t)} - seen
+        seen |= names
+        for a in k.assigns:
+            if a.loop_depth == 0 and set(_targets(a)) & names:
+                texts.append(a.value)
+    return any("tl.load" in t and _SPARSE.search(t) for t in texts)
+
+
+def _full_range_causal(k) -> list[int]:
+    """A loop over all key blocks (bounds independent of the tile) applying a mask that compares
+    a query-side offset (loop-invariant) with a key-side offset (loop-variant)."""
+    tiles = _tile_names(k)
+    lines = []
+    for lp in k.loops:
+        if lp.kind in ("while", "tl.static_range"):
+            continue
+        if any(_bound_by_tile(k, a, tiles) for a in lp.args) or _sparse_bounds(k, lp):
+            continue
+        variant = set(lp.assigned) | set(lp.targets)
+        has_where = any(c.name == "tl.where" and lp.line <= c.line <= lp.end_line for c in k.calls)
+        has_score = any(c.name in ("tl.dot", "tl.sum") and lp.line <= c.line <= lp.end_line for c in k.calls)
+        if not (has_where and has_score):
+            continue
+        for line, a, b in _causal_compares(k, lp):
+            if (a in variant) != (b in variant):
+                lines.append(line)
+    return lines
+
+
+STAGE_SPLIT = param("STAGE", constexpr=True, name="stage-constexpr", describe="a `STAGE` constexpr (causal split)")
+TILE_BOUNDED_LOOP = custom("tile-bounded-loop",
+                           "a key loop bounded by the query tile (`range(0, (start_m + 1) * BLOCK_M, ...)`)",
+                           _bounded_loops)
+SKIPPED_BLOCKS = custom("skipped-blocks",
+                        "blocks skipped by an `if` on their position, or iterated from a block-index list",
+                        _skipped_blocks)
+FULL_RANGE_CAUSAL_LOOP = custom(
+    "full-range-causal-loop",
+    "a loop over all key blocks (bounds independent of the query tile) masking `q_idx[:, None] >= k_idx[None, :]`",
+    _full_range_causal,
+)
+
+SKELETON = Skeleton(
+    id="tile-skipping",
+    title="Skip fully-masked tiles (causal / block-sparse)",
+    summary="Bound the key loop by the query tile (causal lo/hi, STAGE split) instead of masking every block.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=STAGE_SPLIT | TILE_BOUNDED_LOOP | SKIPPED_BLOCKS,
+    preconditions=[FULL_RANGE_CAUSAL_LOOP],
+    env=Env(),
+    helps=("compute", "memory"),
+    before='''
+@triton.jit
+def causal_attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, sm_scale,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_h = tl.program_id(1)
+    base = off_h * N_CTX * D
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :], mask=offs_m[:, None] < N_CTX, other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    for start_n in range(0, N_CTX, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + base + offs_n[None, :] * D + offs_d[:, None], mask=offs_n[None, :] < N_CTX, other=0.0)
+        v = tl.load(v_ptr + base + offs_n[:, None] * D + offs_d[None, :], mask=offs_n[:, None] < N_CTX, other=0.0)
+        s = tl.dot(q, k) * sm_scale
+        s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None], mask=offs_m[:, None] < N_CTX)
+''',
+    after='''
+@triton.jit
+def causal_attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, sm_scale,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_h = tl.program_id(1)
+    base = off_h * N_CTX * D
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :], mask=offs_m[:, None] < N_CTX, other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    # blocks up to the diagonal only; the mask is needed only on the diagonal blocks
+    for start_n in range(0, (start_m + 1) * BLOCK_M, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + base + offs_n[None, :] * D + offs_d[:, None], mask=offs_n[None, :] < N_CTX, other=0.0)
+        v = tl.load(v_ptr + base + offs_n[:, None] * D + offs_d[None, :], mask=offs_n[:, None] < N_CTX, other=0.0)
+        s = tl.dot(q, k) * sm_scale
+        if start_n + BLOCK_N > start_m * BLOCK_M:
+            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None], mask=offs_m[:, None] < N_CTX)
+''',
+)

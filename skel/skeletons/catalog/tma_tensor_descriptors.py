@@ -1,0 +1,151 @@
+"""Feed `tl.dot` loops through TMA tensor descriptors on Hopper and newer GPUs.
+
+## What it does
+Replaces the tile loads of a loop that feeds `tl.dot` (manual offset grids or block
+pointers) with a tensor descriptor: `desc = tl.make_tensor_descriptor(base, shape=[M, K],
+strides=[stride_m, 1], block_shape=[BM, BK])` in the kernel (or a host
+`triton.tools.tensor_descriptor.TensorDescriptor.from_tensor(...)` passed as an
+argument), then `desc.load([m0, k0])` / `desc.store([m0, n0], tile)` with element
+offsets. Out-of-bounds rows and columns are zero-filled by the hardware, so the masks go.
+
+## Why it is faster
+On sm_90+ a descriptor load is one TMA bulk copy issued by a single thread: the
+address generation, bounds checks and the global→shared transfer run in the copy
+engine instead of in every thread's registers, and the copy is asynchronous, which lets
+the software pipeline (`num_stages`) and warp specialization overlap loads with MMAs.
+It pays off for large, regular tiles in compute-heavy loops (GEMM-like K loops,
+attention); techniques.md lists it among the Hopper-only techniques of Triton's
+persistent matmul tutorial and `triton_kernels`.
+
+## Applies when
+- a loop loads 2-D tiles (manual offsets or block pointers) that feed a `tl.dot` in the
+  same loop, and the tiles are plain strided windows of the tensor (no index gather);
+- the loop runs over a runtime length (K, T, a sequence), so the descriptor setup is
+  amortized — a loop over `range(tl.cdiv(K, BK))` with constexpr K runs a few steps only;
+- the target is NVIDIA sm_90+ with Triton >= 3.4 (`tl.make_tensor_descriptor`; 3.3
+  only had `tl._experimental_make_tensor_descriptor`);
+- the base pointer is 16-byte aligned, the last dimension is contiguous and the other
+  strides are multiples of 16 bytes (the descriptor's own requirements).
+
+## Does not apply when
+- tiles are tiny (16x16 blocks, short loops): the descriptor setup costs more than it
+  saves; flash-linear-attention keeps its TMA path off by default (`FLA_USE_TMA=0`) for
+  that reason (techniques.md);
+- the GPU is pre-Hopper, or AMD other than gfx1250 (FLA notes gfx942/gfx950 do not lower
+  descriptors to hardware copies); there the descriptor falls back to ordinary loads;
+- rows are gathered through an index tensor (use `desc.gather` on Blackwell, or keep
+  pointer loads);
+- the inner stride is not 1 or strides are not 16-byte multiples (odd head dims, packed
+  layouts);
+- device-side descriptors need a global scratch allocation: the host must call
+  `triton.set_allocator(...)` before launch, or pass host `TensorDescriptor`s instead.
+
+## References
+- Triton tutorials `python/tutorials/09-persistent-matmul.py` (`matmul_kernel_tma_persistent`)
+- flash-linear-attention `fla/ops/utils/solve_tril.py` (`solve_tril_16x16_kernel`, `USE_TMA`)
+- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_swiglu_kernel_forward`, host `TensorDescriptor`)
+- triton_kernels `matmul_ogs_details/_p_matmul_ogs.py` (`_p_matmul_ogs`)
+- Triton API: `triton.language.make_tensor_descriptor`
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.catalog.block_pointers import (contains_call, flow_of, gathered_address,
+                                                   runtime_trip_count, tile_load_2d)
+from skel.skeletons.conditions import calls, custom
+
+_DESC_RECEIVER = re.compile(r"(?:^|_)desc(?:riptor)?(?:_|$|\d)", re.IGNORECASE)
+
+
+def _descriptor_methods(k):
+    return [c.line for c in k.calls
+            if c.name in (".load", ".store", ".gather", ".scatter", ".atomic_add")
+            and _DESC_RECEIVER.search(c.receiver.split(".")[-1] if c.receiver else "")]
+
+
+def _tile_loads_feeding_dot(k):
+    fl = flow_of(k)
+    lines = []
+    loads = [c for c in fl.loads() if c.in_loop]
+    for dot in fl.named("tl.dot"):
+        if not dot.in_loop:
+            continue
+        loop = dot.loops[-1]
+        if not runtime_trip_count(fl, k, loop):
+            continue  # a short constexpr loop (K / BK steps) does not amortize descriptor setup
+        operands = [a for a in dot.node.args[:2]]
+        names = set()
+        for op in operands:
+            names |= fl.closure(op, within=loop)[0]
+        for ld in loads:
+            if not loop.holds(ld.line):
+                continue
+            feeds = bool(set(ld.targets) & names) or any(contains_call(op, ld.node) for op in operands)
+            addr = ld.arg(0, "pointer")
+            if feeds and addr is not None and tile_load_2d(fl, ld) and not gathered_address(fl, addr):
+                lines.append(ld.line)
+    return lines
+
+
+DESCRIPTOR_USED = calls(
+    "tl.make_tensor_descriptor", "tl._experimental_make_tensor_descriptor", "make_tensor_descriptor",
+    "tl._experimental_descriptor_load", "tl._experimental_descriptor_store",
+    "tl.load_tensor_descriptor", "tl.store_tensor_descriptor",
+    name="make-tensor-descriptor", describe="`tl.make_tensor_descriptor` / descriptor load or store",
+) | custom("descriptor-method", "`.load`/`.store` on a tensor descriptor (`*_desc` / `desc_*`)",
+           _descriptor_methods)
+TILE_LOAD_FEEDS_DOT_IN_LOOP = custom(
+    "tile-load-feeds-dot-in-loop",
+    "a regular 2-D tile load feeding a `tl.dot` inside a loop whose trip count is a runtime length",
+    _tile_loads_feeding_dot)
+
+SKELETON = Skeleton(
+    id="tma-tensor-descriptors",
+    title="TMA tensor descriptors for tl.dot tile loads",
+    summary="Load the tiles of a tl.dot loop with tl.make_tensor_descriptor / desc.load (TMA) on sm_90+.",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=DESCRIPTOR_USED,
+    preconditions=[TILE_LOAD_FEEDS_DOT_IN_LOOP],
+    env=Env(backends=("cuda",), min_cc=90, triton=">=3.4"),
+    helps=("memory", "latency"),
+    before='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * stride_am + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    c = acc.to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''',
+    after='''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # the host calls triton.set_allocator(...) once: device-side descriptors need scratch memory
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BM, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = a_desc.load([pid_m * BM, k0])
+        b = b_desc.load([k0, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+''',
+)

@@ -1,0 +1,290 @@
+"""Named, composable conditions over kernel facts.
+
+A condition is a value, not a nested ``if``: it has a name a reader can scan, and when
+it holds it says *why*, with the kernel's line numbers. Compose with ``&`` (all hold),
+``|`` (first that holds) and ``~`` (does not hold)::
+
+    FP32_DOT = calls("tl.dot", where=dot_operands_fp32, describe="a tl.dot on fp32 operands")
+    NO_PRECISION = ~calls("tl.dot", kw="input_precision") & ~calls("tl.dot", kw="allow_tf32")
+
+Builders cover the common shapes (a call, a keyword, a parameter, a name, a constant, a
+decorator, a loop); ``custom`` takes any function of the facts for the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:  # facts pull in libcst; conditions only read plain dataclasses
+    from skel.miner.facts import Call, KernelFacts
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Why a condition holds: a sentence and the kernel lines it points at."""
+
+    condition: str
+    detail: str
+    lines: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        where = f" (line {', '.join(map(str, self.lines[:4]))})" if self.lines else ""
+        return f"{self.detail}{where}"
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    describe: str
+    test: Callable[[KernelFacts], list[Hit] | None] = field(repr=False, compare=False)
+
+    def check(self, k: KernelFacts) -> list[Hit] | None:
+        """The hits when the condition holds (possibly empty for negations), else None."""
+        return self.test(k)
+
+    def holds(self, k: KernelFacts) -> bool:
+        return self.test(k) is not None
+
+    def __and__(self, other: "Condition") -> "Condition":
+        def test(k: KernelFacts) -> list[Hit] | None:
+            a = self.test(k)
+            if a is None:
+                return None
+            b = other.test(k)
+            return None if b is None else a + b
+
+        return Condition(f"{self.name} & {other.name}", f"{self.describe} and {other.describe}", test)
+
+    def __or__(self, other: "Condition") -> "Condition":
+        def test(k: KernelFacts) -> list[Hit] | None:
+            a = self.test(k)
+            return a if a is not None else other.test(k)
+
+        return Condition(f"{self.name} | {other.name}", f"{self.describe} or {other.describe}", test)
+
+    def __invert__(self) -> "Condition":
+        def test(k: KernelFacts) -> list[Hit] | None:
+            return [] if self.test(k) is None else None
+
+        return Condition(f"~{self.name}", f"no {self.describe}", test)
+
+
+def _kw_matches(call: Call, kw: str | None, value: str | re.Pattern | None,
+                k: KernelFacts | None = None) -> bool:
+    if kw is None:
+        return True
+    if kw not in call.kwargs:
+        return False
+    if value is None:
+        return True
+    raw = call.kwargs[kw]
+    if k is not None and raw in k.module_constants:  # `input_precision=DOT_PRECISION`
+        resolved = k.module_constants[raw]
+        if isinstance(value, re.Pattern):
+            return bool(value.search(resolved))
+        return bool(re.search(r"""['"]""" + re.escape(value) + r"""['"]""", resolved)) or resolved == value
+    if isinstance(value, re.Pattern):
+        return bool(value.search(raw))
+    return raw.strip("'\" ") == value
+
+
+def calls(
+    *names: str,
+    kw: str | None = None,
+    value: str | re.Pattern | None = None,
+    in_loop: bool | None = None,
+    where: Callable[[Call, KernelFacts], bool] | None = None,
+    describe: str | None = None,
+    name: str | None = None,
+) -> Condition:
+    """The kernel calls one of ``names`` (canonical: ``tl.dot``, ``tl.load``, ``.to``).
+
+    ``kw``/``value``: the call passes that keyword (with that literal value, or matching
+    a regex). ``in_loop``: inside (True) or outside (False) any loop. ``where``: any
+    further test of the call.
+    """
+    label = name or "calls-" + "-".join(n.strip(".").replace("tl.", "") for n in names) + (f"-{kw}" if kw else "")
+    text = describe or " or ".join(f"`{n}`" for n in names) + (f" with `{kw}`" if kw else "") + (
+        " inside a loop" if in_loop else " outside loops" if in_loop is False else "")
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = [
+            c for c in k.calls
+            if c.name in names
+            and _kw_matches(c, kw, value, k)
+            and (in_loop is None or (c.loop_depth > 0) == in_loop)
+            and (where is None or where(c, k))
+        ]
+        if not found:
+            return None
+        return [Hit(label, text, tuple(sorted({c.line for c in found})))]
+
+    return Condition(label, text, test)
+
+
+def param(pattern: str, *, constexpr: bool | None = None, describe: str | None = None,
+          name: str | None = None) -> Condition:
+    """A kernel parameter whose name fully matches the regex ``pattern``."""
+    rx = re.compile(pattern)
+    label = name or f"param-{pattern}"
+    text = describe or f"a parameter matching `{pattern}`" + (" (constexpr)" if constexpr else "")
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = [p.name for p in k.params if rx.fullmatch(p.name) and (constexpr is None or p.constexpr == constexpr)]
+        if not found:
+            return None
+        return [Hit(label, f"{text}: {', '.join(found[:4])}", (k.line_start,))]
+
+    return Condition(label, text, test)
+
+
+def uses_name(pattern: str, *, describe: str | None = None, name: str | None = None) -> Condition:
+    """An identifier (variable, parameter, constant name) fully matching ``pattern``."""
+    rx = re.compile(pattern)
+    label = name or f"name-{pattern}"
+    text = describe or f"an identifier matching `{pattern}`"
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = {n: line for n, line in k.names.items() if rx.fullmatch(n)}
+        if not found:
+            return None
+        return [Hit(label, f"{text}: {', '.join(sorted(found)[:4])}", tuple(sorted(found.values()))[:4])]
+
+    return Condition(label, text, test)
+
+
+def constant(pattern: str, *, describe: str | None = None, name: str | None = None) -> Condition:
+    """A numeric literal whose text matches the regex ``pattern`` (e.g. ``1\\.4426``)."""
+    rx = re.compile(pattern)
+    label = name or f"const-{pattern}"
+    text = describe or f"a constant matching `{pattern}`"
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = {c: line for c, line in k.constants.items() if rx.match(c)}
+        if not found:
+            return None
+        return [Hit(label, f"{text}: {', '.join(sorted(found)[:3])}", tuple(sorted(found.values()))[:4])]
+
+    return Condition(label, text, test)
+
+
+def decorated(dec: str, *, kw: str | None = None, describe: str | None = None,
+              where: Callable | None = None, name: str | None = None) -> Condition:
+    """The kernel carries decorator ``dec`` (canonical: ``triton.autotune``)."""
+    label = name or f"decorated-{dec.split('.')[-1]}" + (f"-{kw}" if kw else "")
+    text = describe or f"`@{dec}`" + (f" with `{kw}`" if kw else "")
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = [d for d in k.decorators if d.name == dec and (kw is None or kw in d.kwargs)
+                 and (where is None or where(d, k))]
+        if not found:
+            return None
+        return [Hit(label, text, tuple(d.line for d in found))]
+
+    return Condition(label, text, test)
+
+
+def loop(*, kind: str | Iterable[str] | None = None, containing: str | None = None,
+         kw: str | None = None, describe: str | None = None, name: str | None = None) -> Condition:
+    """A loop (``range``, ``tl.range``, ``tl.static_range``, ``while``) whose body calls
+    ``containing`` (e.g. ``tl.load``), optionally with keyword ``kw`` on the loop iterator."""
+    kinds = {kind} if isinstance(kind, str) else set(kind) if kind else None
+    label = name or "loop" + (f"-{containing.replace('tl.', '')}" if containing else "") + (f"-{kw}" if kw else "")
+    text = describe or "a loop" + (f" calling `{containing}`" if containing else "") + (
+        f" with `{kw}`" if kw else "")
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = []
+        for lp in k.loops:
+            if kinds is not None and lp.kind not in kinds:
+                continue
+            if kw is not None and kw not in lp.kwargs:
+                continue
+            if containing is not None and not any(
+                c.name == containing and lp.line <= c.line <= lp.end_line for c in k.calls
+            ):
+                continue
+            found.append(lp.line)
+        if not found:
+            return None
+        return [Hit(label, text, tuple(found))]
+
+    return Condition(label, text, test)
+
+
+def launched_with(kw: str, *, describe: str | None = None, name: str | None = None) -> Condition:
+    """A host launch ``kernel[grid](..., kw=...)`` passes ``kw`` (e.g. ``num_stages``)."""
+    label = name or f"launch-{kw}"
+    text = describe or f"launched with `{kw}=`"
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        found = [ln.line for ln in k.launches if kw in ln.kwargs]
+        if not found:
+            return None
+        return [Hit(label, text, tuple(found))]
+
+    return Condition(label, text, test)
+
+
+def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] | bool | None]) -> Condition:
+    """Any test of the facts. ``fn`` returns the lines that make it hold (or True), or a
+    falsy value when it does not hold."""
+
+    def test(k: KernelFacts) -> list[Hit] | None:
+        res = fn(k)
+        if res is None or res is False:
+            return None
+        if res is True:
+            return [Hit(name, describe, ())]
+        lines = tuple(sorted(set(res)))
+        return [Hit(name, describe, lines)] if lines else None
+
+    return Condition(name, describe, test)
+
+
+def any_of(*conds: Condition) -> Condition:
+    out = conds[0]
+    for c in conds[1:]:
+        out = out | c
+    return out
+
+
+def all_of(*conds: Condition) -> Condition:
+    out = conds[0]
+    for c in conds[1:]:
+        out = out & c
+    return out
+
+
+ALWAYS = Condition("always", "any kernel", lambda k: [])
+
+
+# --- dtype helpers shared by precision skeletons ----------------------------------------
+
+def operand_dtype(arg: str, k: KernelFacts) -> str:
+    """Best-effort dtype of a ``tl.dot`` operand's source text: fp32, lowp, fp8 or ''."""
+    text = arg.strip()
+    if ".to(" in text or "tl." in text:
+        if "float8" in text:
+            return "fp8"
+        if "tl.float32" in text:
+            return "fp32"
+        if any(s in text for s in ("float16", "bfloat16", ".dtype", "element_ty")):
+            return "lowp"
+    base = re.match(r"[A-Za-z_]\w*", text)
+    return k.var_dtypes.get(base.group(0), "") if base else ""
+
+
+def dot_operands_fp32(call: Call, k: KernelFacts) -> bool:
+    """Both operands of a ``tl.dot`` are known to be fp32 (from casts or fp32 zeros)."""
+    if len(call.args) < 2:
+        return False
+    return all(operand_dtype(a, k) == "fp32" for a in call.args[:2])
+
+
+def dot_operands_lowp(call: Call, k: KernelFacts) -> bool:
+    if len(call.args) < 2:
+        return False
+    return any(operand_dtype(a, k) in ("lowp", "fp8") for a in call.args[:2])

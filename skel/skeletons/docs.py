@@ -1,0 +1,57 @@
+"""A skeleton rendered for people and programs — generated from the skeleton module
+itself, never written twice."""
+
+from __future__ import annotations
+
+import json
+
+from skel.skeletons.base import DOC_HEADINGS, Skeleton, doc_sections
+
+
+def conditions(s: Skeleton) -> dict[str, object]:
+    env = s.env
+    return {
+        "present": s.present.describe,
+        "preconditions": [c.describe for c in s.preconditions],
+        "backends": list(env.backends),
+        "min_cc": env.min_cc,
+        "triton": env.triton,
+        "known_bad": [b.reason for b in env.known_bad],
+        "helps": list(s.helps),
+    }
+
+
+def as_dict(s: Skeleton) -> dict[str, object]:
+    return {
+        "id": s.id, "title": s.title, "summary": s.summary, "category": s.category.value,
+        "status": s.status.value, "doc": doc_sections(s.doc), "conditions": conditions(s),
+        "before": s.before.strip("\n"), "after": s.after.strip("\n"),
+    }
+
+
+def render_skeleton(s: Skeleton, fmt: str = "text") -> str:
+    if fmt == "json":
+        return json.dumps(as_dict(s), indent=2) + "\n"
+    sections = doc_sections(s.doc)
+    c = conditions(s)
+    md = fmt == "markdown"
+    h = "## " if md else ""
+    out = [f"{'# ' if md else ''}{s.id} — {s.title}", "", s.summary, "",
+           f"category: {s.category.value}   status: {s.status.value}", ""]
+    for heading in DOC_HEADINGS[:-1]:
+        out += [f"{h}{heading}", sections.get(heading, ""), ""]
+    out += [f"{h}Conditions", f"- already present when: {c['present']}"]
+    out += [f"- requires: {p}" for p in c["preconditions"]]
+    env = [f"backends {'/'.join(c['backends'])}"]
+    if c["min_cc"]:
+        env.append(f"sm_{c['min_cc']}+")
+    if c["triton"]:
+        env.append(f"triton {c['triton']}")
+    out.append(f"- environment: {', '.join(env)}")
+    out += [f"- known bad: {b}" for b in c["known_bad"]]
+    if c["helps"]:
+        out.append(f"- addresses: {', '.join(c['helps'])}-bound kernels")
+    out += ["", f"{h}Example: before", "```python" if md else "", s.before.strip("\n"), "```" if md else "",
+            f"{h}Example: after", "```python" if md else "", s.after.strip("\n"), "```" if md else "",
+            f"{h}References", sections.get("References", ""), ""]
+    return "\n".join(line for line in out if line is not None) + "\n"

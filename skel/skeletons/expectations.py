@@ -1,0 +1,52 @@
+"""Reads the inline expectations in fixture files.
+
+A comment line directly above a kernel (above its decorators) says what must happen::
+
+    # skel: match <id>   the skeleton must be suggested for this kernel
+    # skel: ok <id>      a near miss: the skeleton must NOT be suggested
+    # skel: uses <id>    the miner must detect the technique as already present
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = re.compile(r"^\s*#\s*skel:\s*(match|ok|uses)\s+([a-z0-9-]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    path: str
+    kernel: str
+    line: int
+    kind: str  # match | ok | uses
+    skeleton_id: str
+
+    def __str__(self) -> str:
+        return f"{Path(self.path).name}:{self.line}:{self.kernel} {self.kind} {self.skeleton_id}"
+
+
+def read(path: Path) -> list[Expectation]:
+    from skel.miner.facts import extract_file
+
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    out: list[Expectation] = []
+    for k in extract_file(source, str(path)):
+        i = k.line_start - 2  # the line above the first decorator
+        while i >= 0 and (lines[i].strip().startswith("#") or not lines[i].strip()):
+            m = MARKER.match(lines[i])
+            if m:
+                out.append(Expectation(str(path), k.name, k.line_start, m.group(1), m.group(2)))
+            if not lines[i].strip() and out and out[-1].kernel != k.name:
+                break
+            i -= 1
+    return out
+
+
+def kernels_by_name(path: Path) -> dict:
+    from skel.miner.facts import extract_file
+
+    return {k.name: k for k in extract_file(path.read_text(encoding="utf-8"), str(path))}

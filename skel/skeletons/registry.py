@@ -1,0 +1,52 @@
+"""Discovers the catalog: every module in ``skel.skeletons.catalog`` defining SKELETON.
+
+Adding a skeleton is adding one module (and its fixtures file); nothing else lists them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+from pathlib import Path
+
+from skel.skeletons.base import Skeleton, SkeletonError, validate
+
+CATALOG_PACKAGE = "skel.skeletons.catalog"
+FIXTURES_DIR = Path(__file__).parent / "fixtures"
+
+
+@lru_cache(maxsize=1)
+def all_skeletons() -> tuple[Skeleton, ...]:
+    """Every registered skeleton, validated, sorted by id. Raises SkeletonError."""
+    pkg = importlib.import_module(CATALOG_PACKAGE)
+    found: dict[str, Skeleton] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{CATALOG_PACKAGE}.{info.name}")
+        sk = getattr(mod, "SKELETON", None)
+        if not isinstance(sk, Skeleton):
+            raise SkeletonError(f"{mod.__name__} defines no SKELETON")
+        sk.module = mod.__name__
+        if not sk.doc:
+            sk.doc = mod.__doc__ or ""
+        validate(sk)
+        if info.name != sk.id.replace("-", "_"):
+            raise SkeletonError(f"{mod.__name__}: module name must be the id with underscores ({sk.id})")
+        if sk.id in found:
+            raise SkeletonError(f"duplicate skeleton id {sk.id}")
+        found[sk.id] = sk
+    return tuple(found[i] for i in sorted(found))
+
+
+def get(skeleton_id: str) -> Skeleton:
+    for s in all_skeletons():
+        if s.id == skeleton_id:
+            return s
+    known = ", ".join(s.id for s in all_skeletons())
+    raise KeyError(f"no skeleton {skeleton_id!r}; known: {known}")
+
+
+def fixture_path(skeleton_id: str) -> Path:
+    return FIXTURES_DIR / f"{skeleton_id.replace('-', '_')}.py"

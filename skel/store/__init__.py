@@ -1,0 +1,1 @@
+"""The knowledge base (chromadb): mined kernels, file hashes, sources, evidence."""

@@ -1,0 +1,306 @@
+"""The knowledge base: one small class over chromadb with verb methods.
+
+Collections (names prefixed ``skel_``):
+
+- ``kernels``  — one record per mined kernel: the embedded fingerprint text, provenance
+  (source, version, file, function, lines, content hash), the techniques it uses
+  (``t:<id>`` flags) and the tests that exercise it.
+- ``files``    — one record per mined file: its content hash. Written *after* the file's
+  kernels, so it doubles as the commit marker that makes an interrupted mine resumable.
+- ``sources``  — one record per mined repository/package: version, state (mining /
+  complete), counts.
+- ``evidence`` — verification results (speedups with spread, parity) — written by the
+  verifier; read by the retriever.
+- ``meta``     — schema version and technique statistics.
+
+Embeddings are always passed explicitly (never chroma's default embedding function,
+which would try to download a model — platform.md). Records that need no vector carry a
+constant one-dimensional placeholder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+_PLACEHOLDER = [1.0]
+_PREFIX = "skel_"
+
+
+class StoreError(RuntimeError):
+    """The store is missing, unreadable, of another schema, or unreachable."""
+
+
+def default_location() -> str:
+    if os.environ.get("SKEL_HOME"):
+        return str(Path(os.environ["SKEL_HOME"]) / "store")
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "skel" / "store")
+
+
+def cache_dir(location: str | None = None) -> Path:
+    """Local cache (parsed facts by content hash). Never shared, always safe to delete."""
+    if os.environ.get("SKEL_HOME"):
+        return Path(os.environ["SKEL_HOME"]) / "cache"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "skel"
+
+
+@dataclass
+class KernelRecord:
+    id: str
+    source: str
+    version: str
+    file: str
+    function: str
+    line_start: int
+    line_end: int
+    content_hash: str
+    techniques: list[str]
+    tests: list[str]
+    tokens: list[str]
+    text: str
+    embedding: list[float] | None = None
+    distance: float | None = None  # filled by `similar`
+
+    @property
+    def location(self) -> str:
+        return f"{self.source}@{self.version}:{self.file}:{self.line_start}:{self.function}"
+
+    def metadata(self) -> dict[str, Any]:
+        md: dict[str, Any] = {
+            "source": self.source, "version": self.version, "file": self.file,
+            "function": self.function, "line_start": self.line_start, "line_end": self.line_end,
+            "content_hash": self.content_hash, "techniques": "," + ",".join(self.techniques) + ",",
+            "tests": "\n".join(self.tests)[:4000], "tokens": " ".join(self.tokens)[:8000],
+        }
+        for t in self.techniques:
+            md["t:" + t] = True
+        return md
+
+    @classmethod
+    def from_chroma(cls, id_: str, md: dict, doc: str | None, distance: float | None = None) -> "KernelRecord":
+        return cls(
+            id=id_, source=md["source"], version=md["version"], file=md["file"],
+            function=md["function"], line_start=int(md["line_start"]), line_end=int(md["line_end"]),
+            content_hash=md["content_hash"],
+            techniques=[t for t in md.get("techniques", "").split(",") if t],
+            tests=[t for t in md.get("tests", "").split("\n") if t],
+            tokens=md.get("tokens", "").split(), text=doc or "", distance=distance,
+        )
+
+
+@dataclass
+class SourceRecord:
+    name: str
+    version: str
+    root: str
+    state: str  # "mining" | "complete"
+    started: float
+    finished: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class KnowledgeBase:
+    """``KnowledgeBase.open(location)`` — a directory path or ``http://host:port``."""
+
+    def __init__(self, client, location: str) -> None:
+        self._client = client
+        self.location = location
+        self._cols: dict[str, Any] = {}
+
+    # --- opening ------------------------------------------------------------------------
+    @classmethod
+    def open(cls, location: str | None = None, *, create: bool = True) -> "KnowledgeBase":
+        location = location or default_location()
+        try:
+            import chromadb
+            from chromadb.config import Settings
+        except ImportError as exc:  # pragma: no cover - install problem
+            raise StoreError(f"chromadb is not installed: {exc}") from exc
+        settings = Settings(anonymized_telemetry=False)
+        try:
+            if location.startswith(("http://", "https://")):
+                from urllib.parse import urlparse
+
+                u = urlparse(location)
+                client = chromadb.HttpClient(host=u.hostname, port=u.port or 8000,
+                                             ssl=u.scheme == "https", settings=settings)
+                client.heartbeat()
+            else:
+                path = Path(location)
+                if not create and not path.exists():
+                    raise StoreError(f"no knowledge base at {path} (run `skel mine` first, or pass --store)")
+                if path.exists() and not path.is_dir():
+                    raise StoreError(f"store location {path} is a file, not a directory")
+                path.mkdir(parents=True, exist_ok=True)
+                client = chromadb.PersistentClient(path=str(path), settings=settings)
+        except StoreError:
+            raise
+        except Exception as exc:  # chroma raises many types for corrupt or unreachable stores
+            raise StoreError(f"cannot open store at {location}: {type(exc).__name__}: {exc}") from exc
+        kb = cls(client, location)
+        kb._check_schema()
+        return kb
+
+    def _col(self, name: str):
+        col = self._cols.get(name)
+        if col is None:
+            try:
+                col = self._client.get_or_create_collection(
+                    _PREFIX + name, embedding_function=None, metadata={"hnsw:space": "cosine"},
+                )
+            except Exception as exc:
+                raise StoreError(f"store at {self.location}: cannot open collection {name}: {exc}") from exc
+            self._cols[name] = col
+        return col
+
+    def _check_schema(self) -> None:
+        meta = self._col("meta")
+        try:
+            got = meta.get(ids=["schema"], include=["metadatas"])
+        except Exception as exc:
+            raise StoreError(f"store at {self.location} is unreadable (corrupt?): {exc}") from exc
+        if got["ids"]:
+            version = got["metadatas"][0].get("version")
+            if version != SCHEMA_VERSION:
+                raise StoreError(
+                    f"store at {self.location} has schema v{version}; this skel reads v{SCHEMA_VERSION}. "
+                    "Mine into a new --store."
+                )
+        else:
+            meta.upsert(ids=["schema"], embeddings=[_PLACEHOLDER],
+                        metadatas=[{"version": SCHEMA_VERSION, "created": time.time()}])
+
+    # --- the embedding model the vectors came from --------------------------------------
+    def embedder_name(self) -> str | None:
+        got = self._col("meta").get(ids=["embedder"], include=["metadatas"])
+        return got["metadatas"][0]["name"] if got["ids"] else None
+
+    def bind_embedder(self, name: str) -> None:
+        """Vectors from two models are not comparable: the first mine fixes the model and
+        every later mine and query must use the same one."""
+        current = self.embedder_name()
+        if current is None:
+            self._col("meta").upsert(ids=["embedder"], embeddings=[_PLACEHOLDER], metadatas=[{"name": name}])
+        elif current != name:
+            raise StoreError(f"store at {self.location} holds {current!r} embeddings; this run uses {name!r}. "
+                             "Use the same model (SKEL_EMBEDDER) or a new --store.")
+
+    # --- kernels ------------------------------------------------------------------------
+    def add_many(self, records: list[KernelRecord]) -> None:
+        if not records:
+            return
+        for r in records:
+            if r.embedding is None:
+                raise ValueError(f"kernel record {r.location} has no embedding")
+        self._col("kernels").upsert(
+            ids=[r.id for r in records], embeddings=[r.embedding for r in records],
+            documents=[r.text for r in records], metadatas=[r.metadata() for r in records],
+        )
+
+    def add(self, record: KernelRecord) -> None:
+        self.add_many([record])
+
+    def similar(self, embedding: list[float], n: int = 30, where: dict | None = None) -> list[KernelRecord]:
+        col = self._col("kernels")
+        total = col.count()
+        if total == 0:
+            return []
+        res = col.query(query_embeddings=[embedding], n_results=min(n, total), where=where,
+                        include=["metadatas", "documents", "distances"])
+        return [KernelRecord.from_chroma(i, m, d, dist) for i, m, d, dist in
+                zip(res["ids"][0], res["metadatas"][0], res["documents"][0], res["distances"][0])]
+
+    def kernels(self, where: dict | None = None, limit: int | None = None) -> list[KernelRecord]:
+        res = self._col("kernels").get(where=where, limit=limit, include=["metadatas", "documents"])
+        return [KernelRecord.from_chroma(i, m, d) for i, m, d in zip(res["ids"], res["metadatas"], res["documents"])]
+
+    def using(self, technique: str, limit: int = 3) -> list[KernelRecord]:
+        return self.kernels(where={"t:" + technique: True}, limit=limit)
+
+    def count(self) -> int:
+        return self._col("kernels").count()
+
+    def delete_kernels(self, where: dict) -> None:
+        self._col("kernels").delete(where=where)
+
+    # --- files (resumable mining) -------------------------------------------------------
+    def file_hashes(self, source: str) -> dict[str, str]:
+        res = self._col("files").get(where={"source": source}, include=["metadatas"])
+        return {m["file"]: m["content_hash"] for m in res["metadatas"]}
+
+    def mark_files(self, source: str, hashes: dict[str, str]) -> None:
+        if not hashes:
+            return
+        ids = [_file_id(source, f) for f in hashes]
+        self._col("files").upsert(
+            ids=ids, embeddings=[_PLACEHOLDER] * len(ids),
+            metadatas=[{"source": source, "file": f, "content_hash": h} for f, h in hashes.items()],
+        )
+
+    def forget_files(self, source: str, files: Iterable[str]) -> None:
+        ids = [_file_id(source, f) for f in files]
+        if ids:
+            self._col("files").delete(ids=ids)
+
+    # --- sources ------------------------------------------------------------------------
+    def put_source(self, s: SourceRecord) -> None:
+        self._col("sources").upsert(
+            ids=[s.name], embeddings=[_PLACEHOLDER],
+            metadatas=[{"name": s.name, "version": s.version, "root": s.root, "state": s.state,
+                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts)}],
+        )
+
+    def sources(self) -> list[SourceRecord]:
+        res = self._col("sources").get(include=["metadatas"])
+        return [SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
+                             started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]))
+                for m in res["metadatas"]]
+
+    # --- statistics ---------------------------------------------------------------------
+    def put_stats(self, stats: dict[str, dict]) -> None:
+        self._col("meta").upsert(ids=["stats"], embeddings=[_PLACEHOLDER],
+                                 metadatas=[{"stats": json.dumps(stats), "updated": time.time()}])
+
+    def stats(self) -> dict[str, dict]:
+        """technique id -> {"kernels": n, "sources": [names]}."""
+        got = self._col("meta").get(ids=["stats"], include=["metadatas"])
+        return json.loads(got["metadatas"][0]["stats"]) if got["ids"] else {}
+
+    def recompute_stats(self) -> dict[str, dict]:
+        stats: dict[str, dict] = {}
+        res = self._col("kernels").get(include=["metadatas"])
+        for md in res["metadatas"]:
+            for t in filter(None, md.get("techniques", "").split(",")):
+                entry = stats.setdefault(t, {"kernels": 0, "sources": []})
+                entry["kernels"] += 1
+                if md["source"] not in entry["sources"]:
+                    entry["sources"].append(md["source"])
+        self.put_stats(stats)
+        return stats
+
+    # --- evidence (verification results; written by the verifier) ----------------------
+    def add_evidence(self, evidence_id: str, skeleton_id: str, record: dict[str, Any]) -> None:
+        md = {k: v for k, v in record.items() if isinstance(v, (str, int, float, bool))}
+        md["skeleton"] = skeleton_id
+        self._col("evidence").upsert(ids=[evidence_id], embeddings=[_PLACEHOLDER], metadatas=[md])
+
+    def evidence(self, skeleton_id: str) -> list[dict[str, Any]]:
+        res = self._col("evidence").get(where={"skeleton": skeleton_id}, include=["metadatas"])
+        return list(res["metadatas"])
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "location": self.location, "schema": SCHEMA_VERSION, "kernels": self.count(),
+            "sources": [s.__dict__ for s in self.sources()],
+        }
+
+
+def _file_id(source: str, file: str) -> str:
+    return f"{source}::{file}"

@@ -1,0 +1,51 @@
+"""Shared test set-up: every test gets its own SKEL_HOME and the deterministic hash
+embedder, so unit tests never load a model (a few tests opt into the real one)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv("SKEL_HOME", str(tmp_path / "skel-home"))
+    monkeypatch.setenv("SKEL_EMBEDDER", "hash")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def kb(tmp_path):
+    from skel.store.knowledge import KnowledgeBase
+
+    return KnowledgeBase.open(str(tmp_path / "store"))
+
+
+@pytest.fixture
+def hash_embedder():
+    from skel.embed import HashEmbedder
+
+    return HashEmbedder()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def run_skel(*args: str, env: dict | None = None, cwd: Path | None = None):
+    """Run the CLI in a fresh process (exit codes and import behaviour are real)."""
+    import subprocess
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "skel.cli", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd or ROOT, timeout=600)

@@ -1,0 +1,72 @@
+"""One table-driven test over every registered skeleton and every fixture expectation."""
+
+from __future__ import annotations
+
+import pytest
+
+from skel.miner.facts import extract_file
+from skel.skeletons import expectations, registry
+
+SKELETONS = registry.all_skeletons()
+FIXTURE_FILES = sorted(registry.FIXTURES_DIR.glob("*.py"))
+EXPECTATIONS = [e for f in FIXTURE_FILES for e in expectations.read(f)]
+KERNELS = {str(f): expectations.kernels_by_name(f) for f in FIXTURE_FILES}
+
+
+def test_catalog_size_and_spread():
+    assert len(SKELETONS) >= 30, [s.id for s in SKELETONS]
+    from skel.skeletons.base import Category
+
+    categories = {s.category for s in SKELETONS}
+    missing = set(Category) - categories
+    assert not missing, f"categories with no skeleton: {missing}"
+
+
+@pytest.mark.parametrize("sk", SKELETONS, ids=lambda s: s.id)
+def test_every_skeleton_has_fixtures_both_ways(sk):
+    path = registry.fixture_path(sk.id)
+    assert path.exists(), f"missing fixtures file {path}"
+    kinds = {e.kind for e in EXPECTATIONS if e.skeleton_id == sk.id}
+    assert {"match", "ok"} <= kinds, f"{sk.id}: fixtures need both a match and an ok kernel, have {kinds}"
+
+
+@pytest.mark.parametrize("exp", EXPECTATIONS, ids=str)
+def test_fixture_expectation(exp):
+    sk = registry.get(exp.skeleton_id)
+    k = KERNELS[exp.path][exp.kernel]
+    a = sk.assess(k)
+    if exp.kind == "match":
+        assert a.present is None, f"technique wrongly detected as present: {a.present}"
+        assert not a.failed, f"preconditions failed: {a.failed}"
+    elif exp.kind == "ok":
+        assert not (a.present is None and not a.failed), f"near miss matched: {[str(h) for h in a.matched]}"
+    else:
+        assert a.present is not None, "technique not detected as present"
+
+
+@pytest.mark.parametrize("sk", SKELETONS, ids=lambda s: s.id)
+def test_doc_example_before_matches_and_after_does_not(sk):
+    header = "import triton\nimport triton.language as tl\n"
+    before = extract_file(header + sk.before)
+    after = extract_file(header + sk.after)
+    assert before and after, "before/after must each hold a @triton.jit kernel"
+    a = sk.assess(before[0])
+    assert a.present is None and not a.failed, f"`before` does not match: present={a.present} failed={a.failed}"
+    b = sk.assess(after[0])
+    assert b.present is not None, "`after` does not show the technique"
+
+
+def test_every_marker_names_a_known_skeleton():
+    known = {s.id for s in SKELETONS}
+    unknown = [str(e) for e in EXPECTATIONS if e.skeleton_id not in known]
+    assert not unknown, unknown
+
+
+def test_marker_comments_are_all_parsed():
+    """A typo in a marker must not silently drop an expectation."""
+    import re
+
+    for f in FIXTURE_FILES:
+        written = len(re.findall(r"#\s*skel:", f.read_text()))
+        parsed = sum(1 for e in EXPECTATIONS if e.path == str(f))
+        assert written == parsed, f"{f.name}: {written} markers written, {parsed} attached to kernels"

@@ -1,0 +1,149 @@
+"""The command line: outputs, formats and exit codes (0 suggestions, 1 none, 2 error)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT, run_skel, write
+
+FP32_DOT = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def solve_kernel(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
+    o = tl.arange(0, BT)
+    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    tl.store(c_ptr + o[:, None] * BT + o[None, :], tl.dot(a, b))
+'''
+
+TRIVIAL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def store_one(x_ptr):
+    tl.store(x_ptr, 1.0)
+'''
+
+
+@pytest.fixture
+def mined_store(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo / "k.py", FP32_DOT.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")'))
+    store = tmp_path / "store"
+    r = run_skel("mine", str(repo), "--store", str(store), "--source", "demo", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["kernels"] == 1
+    return store
+
+
+def test_suggest_text_with_evidence(tmp_path, mined_store):
+    k = write(tmp_path / "mine.py", FP32_DOT)
+    r = run_skel("suggest", str(k), "--store", str(mined_store))
+    assert r.returncode == 0, r.stderr
+    assert "dot-input-precision-tf32x3" in r.stdout
+    assert "why: a `tl.dot` on fp32 operands (line 10)" in r.stdout
+    assert "demo k.py:5 (solve_kernel)" in r.stdout, "a real mined location backs the suggestion"
+    assert '+    tl.store' in r.stdout or 'input_precision="tf32x3"' in r.stdout
+
+
+def test_suggest_json_and_markdown(tmp_path, mined_store):
+    k = write(tmp_path / "mine.py", FP32_DOT)
+    r = run_skel("suggest", str(k), "--store", str(mined_store), "--json")
+    data = json.loads(r.stdout)
+    (kern,) = data["kernels"]
+    ids = [s["id"] for s in kern["suggestions"]]
+    assert "dot-input-precision-tf32x3" in ids and r.returncode == 0
+    sug = kern["suggestions"][ids.index("dot-input-precision-tf32x3")]
+    assert sug["evidence"][0]["file"] == "k.py" and sug["occurrences"] == 1
+    md = run_skel("suggest", str(k), "--store", str(mined_store), "--format", "markdown")
+    assert md.returncode == 0 and "```diff" in md.stdout and "### 1." in md.stdout
+
+
+def test_no_suggestion_exits_1_and_says_so(tmp_path):
+    k = write(tmp_path / "trivial.py", TRIVIAL)
+    r = run_skel("suggest", str(k))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "no skeleton applies" in r.stdout
+
+
+@pytest.mark.parametrize("content,needle", [
+    (None, "no such file"),
+    ("def f():\n    return 1\n", "no @triton.jit kernel"),
+    ("import triton\n@triton.jit\ndef k(:\n", "does not parse"),
+    (b"\xff\xfe garbage", "not UTF-8"),
+])
+def test_bad_input_is_a_one_line_error_exit_2(tmp_path, content, needle):
+    p = tmp_path / "k.py"
+    if isinstance(content, bytes):
+        p.write_bytes(content)
+    elif content is not None:
+        p.write_text(content)
+    r = run_skel("suggest", str(p))
+    assert r.returncode == 2
+    assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_unknown_kernel_name_and_missing_store(tmp_path):
+    k = write(tmp_path / "mine.py", FP32_DOT)
+    r = run_skel("suggest", str(k), "--kernel", "nope")
+    assert r.returncode == 2 and "found: solve_kernel" in r.stderr
+    r = run_skel("suggest", str(k), "--store", str(tmp_path / "absent"))
+    assert r.returncode == 2 and "no knowledge base" in r.stderr
+
+
+def test_corrupt_store_is_a_clear_error(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    k = write(tmp_path / "mine.py", FP32_DOT)
+    r = run_skel("suggest", str(k), "--store", str(store))
+    assert r.returncode == 2 and "store" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_target_environment_filters_and_caveats(tmp_path):
+    k = write(tmp_path / "mine.py", FP32_DOT)
+    on_rocm = json.loads(run_skel("suggest", str(k), "--backend", "rocm", "--json").stdout)
+    assert "dot-input-precision-tf32x3" not in [s["id"] for s in on_rocm["kernels"][0]["suggestions"]]
+    unknown = json.loads(run_skel("suggest", str(k), "--json").stdout)
+    sug = {s["id"]: s for s in unknown["kernels"][0]["suggestions"]}["dot-input-precision-tf32x3"]
+    assert any("backend not given" in c for c in sug["caveats"])
+
+
+def test_skeletons_list_and_show():
+    r = run_skel("skeletons", "list")
+    assert r.returncode == 0 and "dot-input-precision-tf32x3" in r.stdout
+    r = run_skel("skeletons", "show", "dot-input-precision-tf32x3")
+    assert r.returncode == 0 and "Applies when" in r.stdout and "Example: after" in r.stdout
+    r = run_skel("skeletons", "show", "no-such-thing")
+    assert r.returncode == 2 and "no skeleton" in r.stderr
+
+
+def test_mine_errors_and_store_info(tmp_path, mined_store):
+    r = run_skel("mine")
+    assert r.returncode == 2 and "exactly one of PATH or --package" in r.stderr
+    r = run_skel("mine", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = run_skel("mine", "--package", "no_such_package_xyz")
+    assert r.returncode == 2 and "not installed" in r.stderr
+    r = run_skel("store", "info", "--store", str(mined_store), "--json")
+    info = json.loads(r.stdout)
+    assert info["kernels"] == 1 and info["sources"][0]["state"] == "complete"
+
+
+def test_embedder_mismatch_is_refused(tmp_path, mined_store):
+    k = write(tmp_path / "mine.py", FP32_DOT)
+    r = run_skel("suggest", str(k), "--store", str(mined_store), env={"SKEL_EMBEDDER": "numpy"})
+    assert r.returncode == 2 and "embeddings" in r.stderr
+
+
+def test_bundled_example_runs():
+    r = run_skel("suggest", str(ROOT / "examples" / "row_softmax.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "online-softmax" in r.stdout

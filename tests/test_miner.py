@@ -1,0 +1,173 @@
+"""Mining: bad files never abort, re-mines are cheap and idempotent, interruptions resume."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import write
+from skel.miner.mine import mine
+
+GOOD = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def solve_kernel(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
+    o = tl.arange(0, BT)
+    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    tl.store(c_ptr + o[:, None] * BT + o[None, :], tl.dot(a, b, input_precision="tf32x3"))
+
+
+def solve(a, b, c):
+    solve_kernel[(1,)](a, b, c, BT=16, num_warps=4)
+'''
+
+SCALE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < N) * 2, mask=offs < N)
+'''
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    write(root / "pkg" / "ops" / "solve.py", GOOD)
+    write(root / "pkg" / "ops" / "scale.py", SCALE)
+    write(root / "pkg" / "__init__.py", "")
+    write(root / "tests" / "test_solve.py", "from pkg.ops.solve import solve\n\ndef test_it():\n    pass\n")
+    return root
+
+
+def _bad_files(root):
+    write(root / "pkg" / "broken.py", "import triton\n@triton.jit\ndef k(:\n    pass\n")
+    (root / "pkg" / "latin1.py").write_bytes(b"# caf\xe9\nimport triton\n")
+    (root / "pkg" / "blob.py").write_bytes(b"triton jit\0\0\0")
+    (root / "pkg" / "huge.py").write_text("# triton jit\n" + "x = 1\n" * 400_000)
+    os.symlink(root / "pkg", root / "pkg" / "loop")  # a directory cycle
+    os.symlink("self.py", root / "pkg" / "self.py")  # a file symlink pointing at itself
+
+
+def test_mine_finds_kernels_with_provenance_tests_and_techniques(repo, kb, hash_embedder):
+    report = mine(repo, kb, source="demo", version="1.0", embedder=hash_embedder, jobs=1)
+    assert report.kernels == 2 and report.kernel_files == 2
+    (rec,) = kb.kernels(where={"function": "solve_kernel"})
+    assert (rec.source, rec.version, rec.file) == ("demo", "1.0", "pkg/ops/solve.py")
+    assert rec.line_start == 5 and rec.line_end == 10
+    assert rec.techniques == ["dot-input-precision-tf32x3"]
+    assert rec.tests == ["tests/test_solve.py"]
+    (other,) = kb.kernels(where={"function": "scale_kernel"})
+    assert "dot-input-precision-tf32x3" not in other.techniques and other.tests == []
+    assert kb.stats()["dot-input-precision-tf32x3"]["kernels"] == 1
+
+
+def test_bad_files_are_reported_and_skipped(repo, kb, hash_embedder):
+    _bad_files(repo)
+    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    reasons = {s.rel: s.reason for s in report.skipped}
+    assert reasons["pkg/broken.py"].startswith("syntax error")
+    assert reasons["pkg/latin1.py"].startswith("not UTF-8")
+    assert reasons["pkg/blob.py"].startswith("binary")
+    assert reasons["pkg/huge.py"].startswith("too large")
+    assert reasons["pkg/self.py"] == "symlink loop"
+    assert reasons["pkg/loop"].startswith("symlink loop")
+    assert report.kernels == 2, "good files are still mined"
+
+
+def test_remine_is_idempotent_and_cheap(repo, kb, hash_embedder):
+    first = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    snap = sorted((r.id, r.file, r.line_start, tuple(r.techniques)) for r in kb.kernels())
+    again = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    assert again.parsed == 0 and again.kernels_written == 0 and again.unchanged == first.files
+    assert sorted((r.id, r.file, r.line_start, tuple(r.techniques)) for r in kb.kernels()) == snap
+
+
+def test_changed_and_removed_files(repo, kb, hash_embedder):
+    mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    (repo / "pkg" / "ops" / "scale.py").unlink()
+    path = repo / "pkg" / "ops" / "solve.py"
+    path.write_text(path.read_text().replace('input_precision="tf32x3"', 'input_precision="ieee"'))
+    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    assert report.removed == 1 and report.kernels == 1
+    (rec,) = kb.kernels()
+    assert rec.function == "solve_kernel" and rec.techniques == []
+
+
+def test_interrupted_mine_leaves_store_consistent_and_resumes(repo, kb, hash_embedder, monkeypatch):
+    import skel.miner.mine as m
+
+    for i in range(6):
+        write(repo / "pkg" / f"extra_{i}.py", SCALE.replace("scale_kernel", f"scale_kernel_{i}"))
+    monkeypatch.setattr(m, "BATCH", 2)
+
+    class Crashing:
+        name = hash_embedder.name
+        calls = 0
+
+        def embed(self, texts):
+            Crashing.calls += 1
+            if Crashing.calls == 3:
+                raise KeyboardInterrupt  # like Ctrl-C half way through
+            return hash_embedder.embed(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        mine(repo, kb, source="demo", embedder=Crashing(), jobs=1)
+    (src,) = kb.sources()
+    assert src.state == "mining", "an interrupted source is marked as such"
+    marked = kb.file_hashes("demo")
+    recorded = {r.file for r in kb.kernels()}
+    kernel_files = {f for f in marked if "extra_" in f or "/ops/" in f}
+    assert marked and kernel_files <= recorded, "a file is marked only after its kernels are stored"
+    assert len(marked) < 10, "the crash happened before every file was marked"
+    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    assert report.kernels == 8 and kb.sources()[0].state == "complete"
+
+    clean_kb = type(kb).open(str(repo.parent / "clean-store"))
+    mine(repo, clean_kb, source="demo", embedder=hash_embedder, jobs=1)
+    key = lambda recs: sorted((r.id, r.file, r.function, tuple(r.techniques)) for r in recs)  # noqa: E731
+    assert key(kb.kernels()) == key(clean_kb.kernels())
+
+
+def test_facts_cache_by_content_hash(repo, tmp_path, hash_embedder):
+    from skel.store.knowledge import KnowledgeBase
+
+    cache = tmp_path / "cache"
+    first = mine(repo, KnowledgeBase.open(str(tmp_path / "a")), source="demo", embedder=hash_embedder,
+                 jobs=1, cache_root=cache)
+    second = mine(repo, KnowledgeBase.open(str(tmp_path / "b")), source="demo", embedder=hash_embedder,
+                  jobs=1, cache_root=cache)
+    assert first.parsed == 2 and first.cached == 0
+    assert second.parsed == 0 and second.cached == 2 and second.kernels == 2
+
+
+def test_git_commit_is_the_version(repo, kb, hash_embedder):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "x"]):
+        subprocess.run(cmd, cwd=repo, check=True, env=env)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    report = mine(repo, kb, embedder=hash_embedder, jobs=1)
+    assert report.version == head and report.source == "repo"
+
+
+def test_parallel_parse_matches_serial(repo, tmp_path, hash_embedder):
+    from skel.store.knowledge import KnowledgeBase
+
+    for i in range(8):
+        write(repo / "pkg" / f"more_{i}.py", GOOD.replace("solve_kernel", f"solve_kernel_{i}"))
+    a = KnowledgeBase.open(str(tmp_path / "a"))
+    b = KnowledgeBase.open(str(tmp_path / "b"))
+    mine(repo, a, source="demo", embedder=hash_embedder, jobs=1)
+    mine(repo, b, source="demo", embedder=hash_embedder, jobs=2, cache_root=None)
+    key = lambda kb: sorted((r.id, r.line_start, tuple(r.techniques)) for r in kb.kernels())  # noqa: E731
+    assert key(a) == key(b) and len(key(a)) == 10

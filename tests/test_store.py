@@ -1,0 +1,119 @@
+"""The knowledge base: schema versions, corrupt stores, and a real Chroma server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+from skel.store.knowledge import KnowledgeBase, StoreError
+
+
+def test_schema_version_is_recorded_and_checked(tmp_path):
+    kb = KnowledgeBase.open(str(tmp_path / "s"))
+    kb._col("meta").upsert(ids=["schema"], embeddings=[[1.0]], metadatas=[{"version": 999}])
+    with pytest.raises(StoreError, match="schema v999"):
+        KnowledgeBase.open(str(tmp_path / "s"))
+
+
+def test_missing_store_is_not_created_for_reading(tmp_path):
+    with pytest.raises(StoreError, match="no knowledge base"):
+        KnowledgeBase.open(str(tmp_path / "absent"), create=False)
+    assert not (tmp_path / "absent").exists()
+
+
+def test_store_path_that_is_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(StoreError, match="is a file"):
+        KnowledgeBase.open(str(f))
+
+
+def test_corrupt_store(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "chroma.sqlite3").write_bytes(b"garbage" * 1000)
+    with pytest.raises(StoreError):
+        KnowledgeBase.open(str(d))
+
+
+def test_evidence_round_trip(kb):
+    kb.add_evidence("e1", "online-softmax", {"speedup": 1.9, "spread": 0.05, "passed": True,
+                                             "device": "H200", "ignored": [1, 2]})
+    (ev,) = kb.evidence("online-softmax")
+    assert ev["speedup"] == 1.9 and ev["passed"] is True and "ignored" not in ev
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _chroma_binary() -> str | None:
+    here = Path(sys.executable).parent / "chroma"
+    return str(here) if here.exists() else shutil.which("chroma")
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    binary = _chroma_binary()
+    if binary is None:
+        pytest.skip("the `chroma` server command (installed with chromadb) is not on PATH")
+    port = _free_port()
+    proc = subprocess.Popen([binary, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                KnowledgeBase.open(url)
+                break
+            except StoreError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("chroma server did not start within 60 s")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_shared_server_store_behaves_like_local(tmp_path, chroma_server, hash_embedder):
+    """A team shares one knowledge base through a Chroma server on loopback."""
+    from skel.miner.mine import mine
+    from skel.retriever.suggest import suggest
+
+    from test_cli import FP32_DOT
+
+    repo = tmp_path / "repo"
+    write(repo / "k.py", FP32_DOT.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")'))
+    remote = KnowledgeBase.open(chroma_server)
+    local = KnowledgeBase.open(str(tmp_path / "local"))
+    for kb in (remote, local):
+        report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+        assert report.kernels == 1
+    again = mine(repo, remote, source="demo", embedder=hash_embedder, jobs=1)
+    assert again.parsed == 0 and again.kernels_written == 0
+
+    query = write(tmp_path / "q.py", FP32_DOT)
+    a = suggest(query, remote, embedder=hash_embedder)[0].to_dict()
+    b = suggest(query, local, embedder=hash_embedder)[0].to_dict()
+    assert a["suggestions"] == b["suggestions"]
+    assert a["suggestions"][0]["evidence"][0]["file"] == "k.py"
+
+
+def test_unreachable_server_is_a_clear_error():
+    with pytest.raises(StoreError, match="cannot open store"):
+        KnowledgeBase.open(f"http://127.0.0.1:{_free_port()}")
