@@ -521,19 +521,15 @@ class _KernelVisitor(Walker):
     # expressions -------------------------------------------------------------------------
     def _call_name(self, node: cst.Call) -> str:
         name = self.al.canonical(dotted(node.func))
-        if name:
-            return name
-        if isinstance(node.func, cst.Attribute):  # method on an expression: x.to(...)
-            return "." + node.func.attr.value
-        return "<call>"
+        if isinstance(node.func, cst.Attribute) and not name.startswith(("tl.", "triton.")):
+            head = dotted(node.func.value)
+            if not head or head.split(".")[0] not in self.al.map:
+                # `b_q.to(...)`, `tl.load(p).to(...)`: a method call on a value; keep the method
+                return "." + node.func.attr.value
+        return name or "<call>"
 
     def visit_Call(self, node: cst.Call) -> bool:
         name = self._call_name(node)
-        if not name.startswith(("tl.", "triton.")) and isinstance(node.func, cst.Attribute):
-            # `b_q.to(...)`: a method call on a local variable, keep the method name only
-            head = dotted(node.func.value)
-            if not head or head.split(".")[0] not in self.al.map:
-                name = "." + node.func.attr.value
         args, kwargs = _kwargs(node)
         depth, loop_line = self._loop_ctx()
         receiver = code(node.func.value) if isinstance(node.func, cst.Attribute) and name.startswith(".") else ""
@@ -578,6 +574,8 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
         if isinstance(n, cst.Name):
             found.append(n)
         elif isinstance(n, cst.Attribute):
+            stack.append(n.value)
+        elif isinstance(n, cst.Arg):  # `mask=m`: the keyword is not a variable read
             stack.append(n.value)
         else:
             stack.extend(children(n))

@@ -44,7 +44,7 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import (_is_vector_expr, call_name, calls_in, flow_of,
+from skel.skeletons.flow import (_is_vector_expr, call_name, calls_in, flow_of,
                                                    gathered_address, names_in)
 from skel.skeletons.conditions import calls, custom
 

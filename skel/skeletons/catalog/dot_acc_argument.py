@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import call_name, flow_of
+from skel.skeletons.flow import call_name, flow_of
 from skel.skeletons.conditions import calls, custom
 
 

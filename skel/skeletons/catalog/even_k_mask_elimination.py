@@ -45,7 +45,7 @@ import ast
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import _is_vector_expr, bounds_mask, flow_of, has_call
+from skel.skeletons.flow import _is_vector_expr, bounds_mask, flow_of, has_call
 from skel.skeletons.conditions import custom
 
 _FLAG = re.compile(r"(?:EVEN|Even|even)(?:_\w+|[A-Z]\w*)?|NEED_\w*MASK\w*|\w*DIVISIBLE\w*|\w*divisible\w*")

@@ -45,7 +45,7 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import flow_of, has_call
+from skel.skeletons.flow import flow_of, has_call
 from skel.skeletons.conditions import calls, custom
 
 

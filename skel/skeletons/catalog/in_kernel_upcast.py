@@ -35,7 +35,7 @@ registers (techniques.md: "halves HBM traffic compared with upcasting on the hos
 
 ## References
 - Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `tl.load(...).cast(tl.float32)`)
-- flash-linear-attention, e.g. `fla/modules/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(...).to(tl.float32)`)
+- flash-linear-attention `fla/modules/norm/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(...).to(tl.float32)`)
 - Triton `triton/language/math.py` (`_check_dtype`: exp/log/sqrt accept fp32/fp64 only)
 """
 
@@ -44,7 +44,7 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import call_name, flow_of
+from skel.skeletons.flow import call_name, flow_of
 from skel.skeletons.conditions import custom
 
 _CASTS = (".to", ".cast", "tl.cast")

@@ -44,7 +44,7 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import (broadcast_axes, flow_of, gathered_address, has_call,
+from skel.skeletons.flow import (broadcast_axes, flow_of, gathered_address, has_call,
                                                    is_block_ptr_address, names_in, runtime_trip_count)
 from skel.skeletons.conditions import custom
 

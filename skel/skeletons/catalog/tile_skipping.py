@@ -19,7 +19,8 @@ Block-sparse variants skip blocks listed as empty (`if` on a loaded block mask, 
 ## Why it is faster
 For causal attention over N keys, a query tile at row block i only needs blocks 0..i:
 on average half the QK^T/PV MMAs, half the K/V loads and half the `exp`s are wasted in
-the full-range loop. Skipping them cuts the work ~2x for long sequences, and splitting
+the full-range loop. Skipping them removes close to half of the work for long sequences
+(the triangle is half the square; arithmetic, not a measurement), and splitting
 off the diagonal block also removes the `tl.where` (a select per score) from every
 off-diagonal block.
 

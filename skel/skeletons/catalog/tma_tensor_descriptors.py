@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.block_pointers import (contains_call, flow_of, gathered_address,
+from skel.skeletons.flow import (contains_call, flow_of, gathered_address,
                                                    runtime_trip_count, tile_load_2d)
 from skel.skeletons.conditions import calls, custom
 
