@@ -234,16 +234,32 @@ def skeletons_list(category, as_json):
 @click.argument("skeleton_id")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-def skeletons_show(skeleton_id, fmt, as_json):
-    """Show one skeleton: documentation, conditions, template."""
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def skeletons_show(skeleton_id, fmt, as_json, store):
+    """Show one skeleton: documentation, conditions, template, and its evidence in the
+    knowledge base (mined kernels using it, verification results) when there is one."""
+    from pathlib import Path
+
     from skel.skeletons.docs import render_skeleton
     from skel.skeletons.registry import get
+    from skel.store.knowledge import StoreError, KnowledgeBase, default_location
 
     try:
         s = get(skeleton_id)
     except KeyError as exc:
         _fail(exc.args[0])
-    click.echo(render_skeleton(s, "json" if as_json else fmt), nl=False)
+    evidence = None
+    location = store or default_location()
+    if store or Path(location).exists():
+        try:
+            kb = KnowledgeBase.open(location, create=False)
+            stats = kb.stats().get(s.id, {"kernels": 0, "sources": []})
+            evidence = {"kernels": stats["kernels"], "sources": stats["sources"],
+                        "examples": [r.location for r in kb.using(s.id, limit=5)],
+                        "verified": kb.evidence(s.id)}
+        except StoreError as exc:
+            _fail(str(exc))
+    click.echo(render_skeleton(s, "json" if as_json else fmt, evidence), nl=False)
 
 
 # --- store -------------------------------------------------------------------------------

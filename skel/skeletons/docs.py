@@ -29,9 +29,12 @@ def as_dict(s: Skeleton) -> dict[str, object]:
     }
 
 
-def render_skeleton(s: Skeleton, fmt: str = "text") -> str:
+def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None) -> str:
+    """``evidence``: what the knowledge base holds for it (None when there is no store)."""
     if fmt == "json":
-        return json.dumps(as_dict(s), indent=2) + "\n"
+        d = as_dict(s)
+        d["evidence"] = evidence
+        return json.dumps(d, indent=2) + "\n"
     sections = doc_sections(s.doc)
     c = conditions(s)
     md = fmt == "markdown"
@@ -54,4 +57,13 @@ def render_skeleton(s: Skeleton, fmt: str = "text") -> str:
     out += ["", f"{h}Example: before", "```python" if md else "", s.before.strip("\n"), "```" if md else "",
             f"{h}Example: after", "```python" if md else "", s.after.strip("\n"), "```" if md else "",
             f"{h}References", sections.get("References", ""), ""]
+    out += [f"{h}Evidence"]
+    if evidence is None:
+        out += ["no knowledge base yet (run `skel mine`)", ""]
+    else:
+        where = ", ".join(evidence["sources"]) or "no source"
+        out += [f"{evidence['kernels']} mined kernels use it ({where})"]
+        out += [f"- {loc}" for loc in evidence["examples"]]
+        out += [f"- verified: {v}" for v in evidence["verified"]] or ["- not verified yet"]
+        out += [""]
     return "\n".join(line for line in out if line is not None) + "\n"
