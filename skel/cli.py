@@ -227,7 +227,8 @@ def skeletons_list(category, as_json):
         return
     from skel.tables import table
 
-    click.echo(table(["id", "category", "summary"], [[s.id, s.category.value, s.summary] for s in items]))
+    click.echo(table(["id", "category", "summary"], [[s.id, s.category.value, s.summary] for s in items],
+                     max_width=120))
 
 
 @skeletons.command("show")

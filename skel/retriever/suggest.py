@@ -29,7 +29,12 @@ from pathlib import Path
 
 from skel.skeletons.base import BOUNDS, Target
 
-WEIGHTS = {"support": 0.35, "facts": 0.2, "prevalence": 0.15, "specificity": 0.1, "bound": 0.15,
+# `prevalence` is the same number for every kernel (how common a technique is overall, the
+# "frequent" baseline): it mostly lifts broad techniques (block pointers, autotune,
+# num_stages) that fire on most kernels above specific ones. `specificity` is evidence
+# about *this* kernel (how many precondition facts it matched, with lines). So the
+# kernel-independent prior gets the smaller weight and the kernel's own evidence the larger.
+WEIGHTS = {"support": 0.35, "facts": 0.2, "prevalence": 0.05, "specificity": 0.2, "bound": 0.15,
            "verified": 0.05}
 NEIGHBOURS = 40
 

@@ -288,3 +288,41 @@ def dot_operands_lowp(call: Call, k: KernelFacts) -> bool:
     if len(call.args) < 2:
         return False
     return any(operand_dtype(a, k) in ("lowp", "fp8") for a in call.args[:2])
+
+
+# --- small readers of facts shared by many skeletons ---------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def assign_targets(a) -> list[str]:
+    """Plain variable names an assignment writes (`a, b = ...` gives both)."""
+    out: list[str] = []
+    for t in a.targets:
+        out += [x.strip(" ()") for x in t.split(",")]
+    return [x for x in out if _IDENT.fullmatch(x)]
+
+
+def assign_calls(a) -> set[str]:
+    """Canonical call names in an assignment's value; a method on a value is `.name`."""
+    out = set()
+    for c in a.calls:
+        head = c.split(".")[0]
+        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
+    return out
+
+
+def split_top(text: str) -> list[str]:
+    """Split source text on commas outside brackets: `f(a, b), c` -> [`f(a, b)`, ` c`]."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]

@@ -17,7 +17,11 @@ measures instead of guessing. FLA autotunes ~190 kernels and Liger 13 (technique
 - the kernel is a launched kernel (it reads `tl.program_id`) with tile-size constexpr
   parameters (`BLOCK_*`, `BK`, `BV`, `BM`...) or is launched with a literal
   `num_warps=`/`num_stages=`;
-- and it does real tile work: a loop that loads tiles, or a `tl.dot`;
+- and it does real tile work: a loop that loads tiles, or a `tl.dot`. The loop counts when
+  its bounds use a tile parameter (directly or through a local such as a grid-stride
+  `step = tl.num_programs(0) * BLOCK`), or when it streams rows over a dimension the
+  grid tiles (`pid * BLOCK_N + tl.arange(0, BLOCK_N)`, a column-tiled norm backward):
+  either way any tile size covers the range;
 - its launch shapes repeat (training steps, fixed model dims), so tuning is paid once.
 
 ## Does not apply when
@@ -243,13 +247,56 @@ def _tile_loop(k):
     ``range(tl.cdiv(N, BLOCK))``) and a ``tl.load`` in the body. The tile size is then free:
     any value covers the range."""
     tiles = {p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)}
+    grid_tiles = grid_tiled_params(k) & tiles
+    # the bounds may name the tile through a local (`step = num_programs * BLOCK`)
+    bound_names = _names_through_assigns(k)
     out = []
     for lp in k.loops:
         if lp.kind not in ("range", "tl.range"):
             continue
+        if not any(c.name == "tl.load" and lp.line <= c.line <= lp.end_line for c in k.calls):
+            continue
         names = set(re.findall(r"[A-Za-z_]\w*", " ".join(lp.args)))
-        if names & tiles and any(c.name == "tl.load" and lp.line <= c.line <= lp.end_line for c in k.calls):
+        for n in list(names):
+            names |= bound_names.get(n, set())
+        # a loop over rows streaming tiles of a grid-tiled dimension (`pid * BLOCK_N`)
+        # frees the tile size just as well: any BLOCK_N covers the dimension
+        if names & tiles or grid_tiles:
             out.append(lp.line)
+    return out
+
+
+def _names_through_assigns(k) -> dict[str, set[str]]:
+    """For each name assigned outside loops, the identifiers it reads, transitively."""
+    direct: dict[str, set[str]] = {}
+    for a in k.assigns:
+        if a.loop_depth == 0:
+            for t in a.targets:
+                direct.setdefault(t, set()).update(a.names)
+    out: dict[str, set[str]] = {}
+    for n in direct:
+        seen, todo = set(), [n]
+        while todo:
+            x = todo.pop()
+            for y in direct.get(x, ()):
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        out[n] = seen
+    return out
+
+
+def grid_tiled_params(k) -> set[str]:
+    """Names multiplied by a program id (`pid * BLOCK_N + tl.arange(0, BLOCK_N)`): the
+    grid is `cdiv(N, BLOCK_N)`, so the tile size is not fixed by the algorithm."""
+    pids = program_id_vars(k)
+    out: set[str] = set()
+    pid_rx = r"(?:tl\.program_id\([^()]*\)|tl\.cast\(\s*tl\.program_id\([^()]*\)[^()]*\)|" + "|".join(
+        re.escape(p) for p in sorted(pids) or ["$^"]) + ")"
+    for m in re.finditer(pid_rx + r"\s*\*\s*([A-Za-z_]\w*)", k.source):
+        out.add(m.group(1))
+    for m in re.finditer(r"([A-Za-z_]\w*)\s*\*\s*" + pid_rx + r"(?!\w)", k.source):
+        out.add(m.group(1))
     return out
 
 

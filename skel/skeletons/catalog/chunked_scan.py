@@ -56,7 +56,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom
+from skel.skeletons.conditions import assign_targets, calls, custom
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _COL = r"\[\s*:\s*,\s*None\s*\]"
@@ -66,18 +66,11 @@ _OUTER = re.compile(_COL + r"\s*\*\s*\(?[^&|,]*?" + _ROW + "|" + _ROW + r"\s*\*\
 _CHUNK = re.compile(r"BT|BS|BC|CHUNK_SIZE|chunk_size|BLOCK_T|CHUNK|BLOCK_SIZE_T")
 
 
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
 def _carried(k, lp) -> dict[str, object]:
     """Names first (re)assigned in the loop by a statement that reads them: loop-carried state."""
     first: dict[str, object] = {}
     for a in sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line):
-        for t in _targets(a):
+        for t in assign_targets(a):
             first.setdefault(t, a)
     return {t: a for t, a in first.items() if a.op != "=" or t in a.names}
 
@@ -88,7 +81,7 @@ def _dot_updates(k, lp) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for a in k.assigns:
         if lp.line <= a.line <= lp.end_line and "tl.dot" in a.calls:
-            for t in set(_targets(a)) & set(carried):
+            for t in set(assign_targets(a)) & set(carried):
                 if a.op != "=" or t in a.names or re.search(r"tl\.dot\(.*,\s*" + re.escape(t) + r"\s*\)", a.value):
                     out.setdefault(t, []).append(a.line)
     return out
@@ -108,7 +101,7 @@ def _chunk_state(k) -> list[int]:
             used = any(lp.line <= c.line <= lp.end_line and c.line not in upd and c.target != name
                        and any(word.search(x) for x in c.args) for c in k.calls)
             used = used or any(lp.line <= a.line <= lp.end_line and a.line not in upd
-                               and name not in _targets(a) and name in a.names for a in k.assigns)
+                               and name not in assign_targets(a) and name in a.names for a in k.assigns)
             if used:
                 lines.append(lp.line)
                 break
@@ -125,7 +118,7 @@ def _step_recurrence(k) -> list[int]:
             continue
         carried = _carried(k, lp)
         for a in k.assigns:
-            if lp.line <= a.line <= lp.end_line and set(_targets(a)) & set(carried) and _OUTER.search(a.value) \
+            if lp.line <= a.line <= lp.end_line and set(assign_targets(a)) & set(carried) and _OUTER.search(a.value) \
                     and "tl.load" not in a.calls:
                 lines.append(a.line)
     return lines

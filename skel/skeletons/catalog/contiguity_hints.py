@@ -16,7 +16,8 @@ hint restores vectorized loads, often a several-fold cut in memory instructions 
 memory-bound kernels.
 
 ## Applies when
-The address of a `tl.load`/`tl.store` depends on one of:
+The address of a `tl.load`/`tl.store` (or a `tl.atomic_*`: scatter-adds in embedding and
+MoE backward kernels) depends on one of:
 - a vector of indices loaded from memory (gathers through `sorted_token_ids`, slot maps,
   embedding indices) — hint the contiguous inner dimension and the row-start alignment;
 - an offset vector wrapped or split with `%` / `//` (the `offs % M` trick of the Triton
@@ -74,11 +75,17 @@ def _pointer_select(fl, exprs) -> bool:
     return False
 
 
+ATOMICS = ("tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_and", "tl.atomic_or",
+           "tl.atomic_xor", "tl.atomic_xchg", "tl.atomic_cas")
+
+
 def _addresses(k, test):
     fl = flow_of(k)
     constexprs = {p.name for p in k.params if p.constexpr}
     lines = []
-    for c in fl.named("tl.load", "tl.store"):
+    # atomics are memory accesses too: a scatter-add through loaded indices (embedding or
+    # MoE backward) loses vector width the same way a gathered load does
+    for c in fl.named("tl.load", "tl.store", *ATOMICS):
         addr = c.arg(0, "pointer")
         if addr is not None and test(fl, addr, fl.closure(addr)[1], constexprs):
             lines.append(c.line)
@@ -89,7 +96,7 @@ HINTS_USED = calls("tl.multiple_of", "tl.max_contiguous", "tl.max_constancy", "t
                    name="contiguity-hint",
                    describe="`tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy` / `tl.assume`")
 GATHERED_ADDRESS = custom(
-    "address-from-loaded-indices", "a load/store address built from an index vector loaded from memory",
+    "address-from-loaded-indices", "a load/store/atomic address built from an index vector loaded from memory",
     lambda k: _addresses(k, lambda fl, addr, exprs, cx: bool(gathered_address(fl, addr))))
 WRAPPED_OFFSETS = custom(
     "address-from-runtime-mod-div",

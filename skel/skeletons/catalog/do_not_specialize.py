@@ -23,8 +23,9 @@ grows without bound. FLA marks `T` `do_not_specialize` on most of its kernels.
   - it is annotated `tl.constexpr` but sizes no tile (`tl.arange`, `tl.zeros`,
     block shapes) and bounds no `tl.static_range` — the de-constexpr direction, the big
     win; or
-  - it is a runtime *sequence or token* length (`T`, `seq_len`, `num_tokens`, `N_CTX`)
-    used in the body, not listed in `do_not_specialize`, and not part of an autotune
+  - it is a runtime *sequence or token* length (`T`, `seq_len`, `num_tokens`, `N_CTX`,
+    or the `n_rows` of a row-wise kernel over activations flattened to tokens) used in
+    the body, not listed in `do_not_specialize`, and not part of an autotune
     `key` (a key entry re-tunes per value anyway; see `autotune-key-bucketing`). The gain
     is small — at most a few extra compiles per kernel — but they land at unpredictable
     moments in serving (first odd-length prompt, first decode step).
@@ -64,9 +65,11 @@ VARYING_LENGTH = re.compile(
     r"|n_?tokens|num_tokens\w*|total_tokens|n_rows|num_rows|batch|batch_size|bs|num_seqs|n_seqs")
 #: the subset that changes with every request in serving (sequence and token counts): for a
 #: runtime argument only these are worth `do_not_specialize` (the win is a few compiles).
+#: Row counts are included: row-wise kernels (norms, activations, losses) see activations
+#: flattened to (batch * seq, hidden), so `n_rows` is the token count under another name.
 SEQUENCE_LENGTH = re.compile(
     r"T|T_?q|T_?k|T_?kv|N_CTX|seq_?len\w*|seqlen\w*|max_seq_?len\w*|seq_length\w*|n_?tokens|num_tokens\w*"
-    r"|total_tokens")
+    r"|total_tokens|n_rows|num_rows")
 
 
 def _used_in_body(k, name: str) -> bool:

@@ -54,26 +54,11 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, param
+from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, param
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _ARITH = re.compile(r"[-+*/]")
 _NOT_OPERANDS = {"tl", "float32", "float16", "bfloat16", "dtype", "element_ty", "None", "True", "False"}
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
-def _calls(a) -> set[str]:
-    out = set()
-    for c in a.calls:
-        head = c.split(".")[0]
-        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
-    return out
 
 
 def _dot_accumulators(k) -> list[tuple[object, str]]:
@@ -85,14 +70,14 @@ def _dot_accumulators(k) -> list[tuple[object, str]]:
         body = sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line)
         first: dict[str, object] = {}
         for a in body:
-            for t in _targets(a):
+            for t in assign_targets(a):
                 first.setdefault(t, a)
         carried = {t for t, a in first.items() if a.op != "=" or t in a.names}
         found = set()
         for a in body:
             if "tl.dot" not in a.calls:
                 continue
-            for t in set(_targets(a)) & carried:
+            for t in set(assign_targets(a)) & carried:
                 if t not in found and not _read_in_loop(k, lp, t) and _pure_accumulation(body, t):
                     found.add(t)
                     out.append((lp, t))
@@ -108,7 +93,7 @@ def _pure_accumulation(body, name: str) -> bool:
     """Every update of the name in the loop adds a tl.dot (`acc += tl.dot(..)`, `acc = tl.dot(a, b, acc)`):
     a GEMM accumulator, not a rescaled one (online softmax `acc * alpha`, a decayed state `h *= g`)."""
     for a in body:
-        if name not in _targets(a):
+        if name not in assign_targets(a):
             continue
         if "tl.dot" not in a.calls:
             return False
@@ -128,7 +113,7 @@ def _read_in_loop(k, lp, name: str) -> bool:
     per chunk, multiplied with queries), not a GEMM accumulator."""
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     for a in k.assigns:
-        if lp.line <= a.line <= lp.end_line and name not in _targets(a) and name in a.names:
+        if lp.line <= a.line <= lp.end_line and name not in assign_targets(a) and name in a.names:
             return True
     for c in k.calls:
         if lp.line <= c.line <= lp.end_line and c.target != name and any(word.search(x) for x in c.args):
@@ -143,10 +128,10 @@ def _post(k, lp, acc: str):
     for a in sorted(k.assigns, key=lambda a: a.line):
         if a.line <= lp.end_line or a.loop_depth >= lp.depth and _inside_any(k, a.line, lp):
             continue
-        reads = set(a.names) | (set(_targets(a)) if a.op != "=" else set())
+        reads = set(a.names) | (set(assign_targets(a)) if a.op != "=" else set())
         if reads & derived:
             chain.append(a)
-            derived |= set(_targets(a))
+            derived |= set(assign_targets(a))
     return chain, derived
 
 
@@ -161,7 +146,7 @@ def _epilogue_ops(k, lp, acc: str) -> list[int]:
     chain, derived = _post(k, lp, acc)
     lines = []
     for a in chain:
-        calls = _calls(a) - {".to"}
+        calls = assign_calls(a) - {".to"}
         operands = set(a.names) - derived - _NOT_OPERANDS - {c for c in a.calls if "." not in c}
         if calls - {"tl.dot"} or (_ARITH.search(a.value.replace("->", "")) and operands - loop_vars):
             if operands - loop_vars or calls - {"tl.dot", "tl.where"}:
@@ -197,7 +182,7 @@ def _raw_store(k) -> list[int]:
         if _epilogue_ops(k, lp, acc):
             continue
         chain, derived = _post(k, lp, acc)
-        if any(_calls(a) - {".to"} or set(a.names) - derived - _NOT_OPERANDS for a in chain):
+        if any(assign_calls(a) - {".to"} or set(a.names) - derived - _NOT_OPERANDS for a in chain):
             continue
         if any(a.loop_depth != lp.depth - 1 for a in chain):
             continue  # folded into an enclosing recurrence, not a tile epilogue

@@ -15,12 +15,17 @@ softmax with 128 columns and 32 rows per program ran ~2x faster with exp2 on the
 with 4,096 columns it was ~1.0x because the kernel is memory-bound (platform.md).
 
 ## Applies when
-- the kernel calls `tl.exp` (or a natural-exp helper) and also reduces with `tl.max` /
-  `tl.sum` — softmax, log-sum-exp, online-softmax attention, gated decays;
+- the kernel calls `tl.exp` (or a natural-exp helper such as `exp` / `safe_exp`) and either
+  reduces with `tl.max` / `tl.sum` — softmax, log-sum-exp, online-softmax attention — or
+  applies the exp to a whole 2-D tile (a broadcast `g[:, None] - g[None, :]`, a 2-D tile
+  load, a `tl.dot` result) in a kernel that also runs `tl.dot` — gated decays in chunked
+  linear attention, probabilities recomputed from a stored lse in attention backward;
 - there is a multiply on the exp argument path (a softmax scale, a temperature) into
   which log2(e) can be folded for free.
 
 ## Does not apply when
+- the exp is elementwise with no reduction and no `tl.dot` (an activation such as SiLU, a
+  KL-divergence gradient over 2-D tiles): memory-bound, the saved multiply is invisible;
 - the kernel is memory-bound (long rows, one pass): the saved multiply is hidden by
   loads (~1.0x at 4,096 columns, platform.md);
 - bit-exact agreement with a `torch.exp` reference is required: `exp2(x * log2e)` rounds
@@ -37,8 +42,11 @@ with 4,096 columns it was ~1.0x because the kernel is memory-bound (platform.md)
 
 from __future__ import annotations
 
+import re
+
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, constant, uses_name
+from skel.skeletons.conditions import calls, constant, custom, uses_name
+from skel.skeletons.flow import broadcast_axes, flow_of, has_call, tile_load_2d
 
 NATURAL_EXP = ("tl.exp", "tl.math.exp", "exp", "tl.extra.cuda.libdevice.exp", "tl.extra.libdevice.exp",
                "tl.extra.libdevice.fast_expf", "tl.extra.cuda.libdevice.fast_expf")
@@ -47,7 +55,42 @@ EXP2 = ("tl.exp2", "tl.math.exp2", "exp2", "tl.extra.cuda.libdevice.exp2", "tl.e
 EXP2_USED = calls(*EXP2, name="exp2", describe="`tl.exp2` / `exp2(...)`") | constant(
     r"1\.44269", name="log2e-constant", describe="the constant log2(e) = 1.44269...") | uses_name(
     r"(?i)log2_?e|rcp_ln2|inv_ln2|ln2_inv", name="log2e-name", describe="a LOG2E / RCP_LN2 name")
-NATURAL_EXP_CALL = calls(*NATURAL_EXP, name="natural-exp", describe="`tl.exp` (natural exponential)")
+# Natural-exp helpers are often wrapped for NaN safety or speed (`safe_exp`, `fast_exp`):
+# a bare helper named `<prefix>_exp` is a natural exponential as much as `exp` is.
+NATURAL_EXP_HELPER = re.compile(r"(?:[A-Za-z]\w*_)?expf?")
+
+
+def _is_natural_exp(name: str) -> bool:
+    return name in NATURAL_EXP or bool(NATURAL_EXP_HELPER.fullmatch(name))
+
+
+NATURAL_EXP_CALL = calls(*NATURAL_EXP, name="natural-exp", describe="`tl.exp` (natural exponential)") | custom(
+    "natural-exp-helper", "a natural-exp helper (`safe_exp(...)`, `fast_exp(...)`)",
+    lambda k: [c.line for c in k.calls if NATURAL_EXP_HELPER.fullmatch(c.name)])
+
+
+def _exp_on_2d_tile(k):
+    """Lines of natural exps whose argument is a 2-D tile: built by broadcasting
+    (`g[:, None] - g[None, :]`), from a 2-D tile load or from a `tl.dot` result. Each
+    element costs an FMUL + MUFU, so an exp over a whole tile is compute that shows even
+    without a softmax reduction (gated decays in linear attention, recomputed
+    probabilities in attention backward)."""
+    fl = flow_of(k)
+    if not fl.ok or not fl.named("tl.dot"):
+        return None  # elementwise 2-D kernels (KL-div, activations) are memory-bound
+    tiles = {t for c in fl.loads() if tile_load_2d(fl, c) for t in c.targets}
+    lines = []
+    for c in fl.calls:
+        if not _is_natural_exp(c.name) or not c.node.args:
+            continue
+        names, exprs = fl.closure(c.node.args[0])
+        if broadcast_axes(exprs) or names & tiles or has_call(exprs, "tl.dot"):
+            lines.append(c.line)
+    return lines
+
+
+EXP_ON_TILE = custom("exp-on-2d-tile", "a natural exp over a 2-D tile (broadcast, 2-D tile load or `tl.dot` "
+                     "result) in a kernel that also does `tl.dot` work", _exp_on_2d_tile)
 REDUCTION = calls("tl.max", "tl.sum", "tl.reduce", "tl.logsumexp", name="reduction",
                   describe="a `tl.max` / `tl.sum` reduction (softmax-like)")
 
@@ -58,7 +101,7 @@ SKELETON = Skeleton(
     category=Category.ARITHMETIC,
     doc=__doc__,
     present=EXP2_USED,
-    preconditions=[NATURAL_EXP_CALL, REDUCTION],
+    preconditions=[NATURAL_EXP_CALL, REDUCTION | EXP_ON_TILE],
     env=Env(),
     helps=("compute",),
     before='''

@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom
+from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, split_top
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _BV = r"(BV|BLOCK_V|BLOCK_DV|BLOCK_SIZE_V|BLOCK_D_V)"
@@ -59,41 +59,11 @@ _NORM_GATE = {"tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "exp", "exp2", "tl.sig
 _PURE = {".to", "tl.cdiv", "triton.cdiv", "cdiv"}
 
 
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
-def _calls(a) -> set[str]:
-    out = set()
-    for c in a.calls:
-        head = c.split(".")[0]
-        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
-    return out
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
-
-
 def _pairs(a) -> list[tuple[str, set[str]]]:
     """(target, names it reads); tuple assignments `a, b = x, y` are split per position."""
-    tg = _targets(a)
+    tg = assign_targets(a)
     extra = set(tg) if a.op != "=" else set()
-    vals = _split_top(a.value) if len(tg) > 1 else []
+    vals = split_top(a.value) if len(tg) > 1 else []
     if len(tg) > 1 and len(vals) == len(tg):
         return [(t, (set(_ID.findall(v)) & set(a.names)) | extra) for t, v in zip(tg, vals)]
     return [(t, set(a.names) | extra) for t in tg]
@@ -107,7 +77,7 @@ def _closure(k, seeds: set[str], *, pure_only: bool = False) -> set[str]:
     while changed:
         changed = False
         for a in k.assigns:
-            if pure_only and (a.loop_depth or not _calls(a) <= _PURE):
+            if pure_only and (a.loop_depth or not assign_calls(a) <= _PURE):
                 continue
             for t, reads in _pairs(a):
                 if t not in out and reads & out:
@@ -118,7 +88,7 @@ def _closure(k, seeds: set[str], *, pure_only: bool = False) -> set[str]:
 
 def _v_axes(k) -> set[str]:
     """Program-id-derived indices used only to offset V (`o_v = i_v * BV + ...`)."""
-    direct = {t for a in k.assigns if any("program_id" in c for c in a.calls) for t in _targets(a)}
+    direct = {t for a in k.assigns if any("program_id" in c for c in a.calls) for t in assign_targets(a)}
     tiles = _closure(k, direct, pure_only=True)
     axes = set()
     for t in tiles:
@@ -132,14 +102,14 @@ def _v_axes(k) -> set[str]:
 
 def _redundant_work(k, axes: set[str]) -> list[int]:
     tainted = _closure(k, axes)
-    loaded = _closure(k, {t for a in k.assigns if "tl.load" in a.calls for t in _targets(a)})
+    loaded = _closure(k, {t for a in k.assigns if "tl.load" in a.calls for t in assign_targets(a)})
     return [a.line for a in k.assigns
-            if _calls(a) & _NORM_GATE and not _read(a) & tainted and _read(a) & loaded]
+            if assign_calls(a) & _NORM_GATE and not _read(a) & tainted and _read(a) & loaded]
 
 
 def _read(a) -> set[str]:
     """Names an assignment reads; an in-place update (`h *= ...`) also reads its target."""
-    return set(a.names) | (set(_targets(a)) if a.op != "=" else set())
+    return set(a.names) | (set(assign_targets(a)) if a.op != "=" else set())
 
 
 def _v_tiled_with_shared_work(k) -> list[int]:
@@ -159,7 +129,7 @@ def _fused_v_loop(k) -> list[int]:
     or a launch in the same file whose BV covers V."""
     lines = [ln.line for ln in k.launches
              if re.fullmatch(r"\s*(triton\.)?next_power_of_2\(\s*V\s*\)\s*|\s*V\s*", ln.kwargs.get("BV", "x"))]
-    loaded = _closure(k, {t for a in k.assigns if "tl.load" in a.calls for t in _targets(a)})
+    loaded = _closure(k, {t for a in k.assigns if "tl.load" in a.calls for t in assign_targets(a)})
     for lp in k.loops:
         text = " ".join(lp.args)
         if not (re.search(r"cdiv\(\s*V\s*,\s*" + _BV + r"\s*\)|\bNV\b", text) or "i_v" in lp.targets
@@ -167,7 +137,7 @@ def _fused_v_loop(k) -> list[int]:
             continue
         tainted = _closure(k, set(lp.targets))
         shared = [a.line for a in k.assigns if a.line < lp.line and a.loop_depth < lp.depth
-                  and _calls(a) & _NORM_GATE and _read(a) & loaded and not _read(a) & tainted]
+                  and assign_calls(a) & _NORM_GATE and _read(a) & loaded and not _read(a) & tainted]
         if shared:
             lines.append(lp.line)
     return lines

@@ -53,40 +53,18 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, uses_name
+from skel.skeletons.conditions import assign_targets, calls, custom, split_top, uses_name
 
 _M_TILE = re.compile(r"(pid|tile|block|blk|bid)_?m|m_?(pid|tile|block|blk)")
 _N_TILE = re.compile(r"(pid|tile|block|blk|bid)_?n|n_?(pid|tile|block|blk)")
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
 
 
 def _tile_indices(k) -> list[int]:
     """pid_m / pid_n from one program id with // and %, or from program_id(0) and (1)."""
     pid_src: dict[str, str] = {}  # name -> the text that defines it
     for a in k.assigns:
-        tg = _targets(a)
-        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        tg = assign_targets(a)
+        vals = split_top(a.value) if len(tg) > 1 else [a.value]
         if len(vals) != len(tg):
             vals = [a.value] * len(tg)
         for t, v in zip(tg, vals):
@@ -95,8 +73,8 @@ def _tile_indices(k) -> list[int]:
     m_line = n_line = 0
     m_axis = n_axis = None
     for a in k.assigns:
-        tg = _targets(a)
-        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        tg = assign_targets(a)
+        vals = split_top(a.value) if len(tg) > 1 else [a.value]
         if len(vals) != len(tg):
             vals = [a.value] * len(tg)
         for t, v in zip(tg, vals):

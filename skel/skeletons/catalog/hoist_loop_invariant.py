@@ -61,7 +61,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import assign_calls, assign_targets, custom
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _TRANSFORM = {"tl.sum", "tl.max", "tl.min", "tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "tl.log", "tl.log2",
@@ -71,22 +71,6 @@ _EXPENSIVE = _TRANSFORM | {"tl.load", ".to"}
 _NOT_VALUES = {"tl", "float", "int", "True", "False", "None", "inf"}
 _MEMORY_WRITES = {"tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg", "tl.atomic_cas",
                   "tl.atomic_and", "tl.atomic_or"}
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
-def _calls(a) -> set[str]:
-    """Canonical call names; a method on a local value (`x.to`) becomes `.to`."""
-    out = set()
-    for c in a.calls:
-        head = c.split(".")[0]
-        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
-    return out
 
 
 def _reads(a) -> set[str]:
@@ -100,7 +84,7 @@ def _variant(k, lp) -> set[str]:
     body = sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line)
     first: dict[str, int] = {}
     for a in body:
-        for t in _targets(a):
+        for t in assign_targets(a):
             first.setdefault(t, a.line)
     reads_at: dict[str, int] = {}
     for a in body:
@@ -114,7 +98,7 @@ def _variant(k, lp) -> set[str]:
     variant = set(lp.targets)
     variant |= {t for inner in k.loops if lp.line < inner.line <= lp.end_line for t in inner.targets}
     for a in body:  # carried: read before (or by) its first reassignment, or updated in place
-        for t in _targets(a):
+        for t in assign_targets(a):
             if a.op != "=" or (t in reads_at and reads_at[t] <= first[t]):
                 variant.add(t)
     changed = True
@@ -122,7 +106,7 @@ def _variant(k, lp) -> set[str]:
         changed = False
         for a in body:
             if _reads(a) & variant:
-                new = set(_targets(a)) - variant
+                new = set(assign_targets(a)) - variant
                 if new:
                     variant |= new
                     changed = True
@@ -144,14 +128,14 @@ def _invariant_in_loop(k) -> list[int]:
     cache: dict[int, set[str]] = {}
     for a in k.assigns:
         lp = loops.get(a.loop_line)
-        calls = _calls(a)
+        calls = assign_calls(a)
         if lp is None or not calls & _EXPENSIVE:
             continue
         if calls <= {".to"} and not re.search(r"\.to\(\s*tl\.float32", a.value):
             continue  # a bare dtype cast to a variable dtype: too cheap to report
         variant = cache.setdefault(lp.line, _variant(k, lp))
         reads = _reads(a)
-        if not reads or reads & variant or set(_targets(a)) & variant:
+        if not reads or reads & variant or set(assign_targets(a)) & variant:
             continue
         if "tl.load" not in calls or not _loop_writes(k, lp):
             continue  # pure math, or a load in a read-only loop: Triton's own LICM hoists those
@@ -167,9 +151,9 @@ def _hoisted(k) -> list[int]:
     src = k.source.splitlines()
     lines = []
     for a in k.assigns:
-        if a.loop_depth or not _calls(a) & _TRANSFORM:
+        if a.loop_depth or not assign_calls(a) & _TRANSFORM:
             continue
-        for t in _targets(a):
+        for t in assign_targets(a):
             word = re.compile(r"\b" + re.escape(t) + r"\b")
             for lp in k.loops:
                 if lp.line <= a.line:

@@ -17,14 +17,17 @@ prologue are paid serially per kernel. PDL overlaps them, which matters exactly 
 kernel's own runtime is comparable to that gap. Large kernels see no benefit.
 
 ## Applies when
-- the kernel is a small, latency-bound launched kernel: 1-D grid (only
-  `tl.program_id(0)`), no loop over a runtime length, no `tl.dot`;
+- the kernel is a small, latency-bound launched kernel: a 1-D or 2-D grid (a row, or
+  batch × head: `tl.program_id(0)` / `tl.program_id(1)` only), no loop over a runtime
+  length, no `tl.dot`;
 - it is not a backward/gradient kernel (PDL pays off in inference decode chains, not in
   training steps dominated by large kernels);
 - target: NVIDIA sm_90+ (Hopper, Blackwell) with a Triton that has the GDC intrinsics
   and `launch_pdl` (Triton 3.3 or newer — approximate; check `triton.language.extra.cuda`).
 
 ## Does not apply when
+- the grid has a third axis (tiles of a long sequence on top of batch and head), a loop
+  over a runtime length or a `tl.dot`: the kernel is big enough to hide the launch gap;
 - the kernel is large or long-running: the overlapped gap is negligible;
 - any read of a predecessor's output happens before `gdc_wait()` — that is a race; put
   `gdc_wait()` before the first such load (the intrinsics are safe no-ops without PDL);
@@ -56,9 +59,13 @@ def _gdc_calls(k):
     return [c.line for c in k.calls if c.name.split(".")[-1] in _GDC] or None
 
 
-def _one_d_grid(k):
+def _small_grid(k):
+    """At most two grid axes. A decode kernel indexes (row) or (batch, head): 1-D and 2-D
+    grids are both small, latency-bound launches. A third axis usually tiles a long
+    sequence/feature dimension on top of batch and head — a bigger kernel where the
+    overlapped launch gap is negligible."""
     axes = program_axes(k)
-    return [k.line_start] if axes and axes <= {0} else None
+    return [k.line_start] if axes and axes <= {0, 1} else None
 
 
 def _runtime_loops(k):
@@ -75,7 +82,7 @@ def _runtime_loops(k):
 
 PDL_USED = custom("gdc-intrinsics", "`tl.extra.cuda.gdc_wait` / `gdc_launch_dependents` calls", _gdc_calls) | \
     launched_with("launch_pdl", name="launch-pdl")
-ONE_D_GRID = custom("one-d-grid", "a 1-D grid (only `tl.program_id(0)`)", _one_d_grid)
+SMALL_GRID = custom("small-grid", "a 1-D or 2-D grid (`tl.program_id(0)` / `(1)` only)", _small_grid)
 RUNTIME_LOOP = custom("runtime-loop", "loop over a runtime length", _runtime_loops)
 DOT = calls("tl.dot", name="dot", describe="`tl.dot` call")
 BACKWARD_KERNEL = custom("backward-kernel", "backward/gradient kernel (name has bwd/backward/grad)",
@@ -88,7 +95,7 @@ SKELETON = Skeleton(
     category=Category.HOST,
     doc=__doc__,
     present=PDL_USED,
-    preconditions=[KERNEL_ENTRY, ONE_D_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL],
+    preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
     helps=("latency",),
     before='''

@@ -52,17 +52,10 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.catalog.persistent_kernel import (
     NO_DOT, ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION,
 )
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import assign_targets, custom
 
 _ROW_BLOCK = re.compile(r"BLOCK_ROWS?|BLOCK_SIZE_ROWS?|ROWS_PER_(BLOCK|PROGRAM|PROG|CTA)|BLOCK_M|BLOCK_SIZE_M|"
                         r"BT|BR|BLOCK_T|ROW_BLOCK(_SIZE)?|BLOCK_N_ROWS|NUM_ROWS")
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
 
 
 def _axis1(c) -> bool:
@@ -82,7 +75,7 @@ def _row_tiles(k) -> list[int]:
         m = re.search(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", a.value)
         if not m or m.group(1) not in row_consts:
             continue
-        for t in _targets(a):
+        for t in assign_targets(a):
             if re.search(r"\b" + re.escape(t) + r"\s*\[\s*:\s*,\s*None\s*\]", k.source):
                 lines.append(a.line)
     return lines

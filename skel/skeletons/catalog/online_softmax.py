@@ -51,19 +51,12 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import assign_targets, custom
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _EXP = {"tl.exp", "tl.exp2", "exp", "exp2", "tl.math.exp", "tl.math.exp2",
         "tl.extra.cuda.libdevice.exp", "tl.extra.cuda.libdevice.exp2", "libdevice.exp", "libdevice.exp2"}
 _MAX = {"tl.maximum", "tl.max", "tl.math.max", "maximum"}
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
 
 
 def _inside(lp, line: int) -> bool:
@@ -77,7 +70,7 @@ def _online_loops(k) -> list[int]:
         body = [a for a in k.assigns if _inside(lp, a.line)]
         first: dict[str, int] = {}
         for a in body:
-            for t in _targets(a):
+            for t in assign_targets(a):
                 first[t] = min(first.get(t, a.line), a.line)
         family: set[str] = set()
         for a in body:
@@ -86,7 +79,7 @@ def _online_loops(k) -> list[int]:
             # carried: reassigned in the loop, but read here before its first reassignment
             run = {n for n in a.names if n in first and first[n] >= a.line}
             if run:
-                family |= run | set(_targets(a))
+                family |= run | set(assign_targets(a))
         if not family:
             continue
         heads = {"tl", "math", "libdevice"}
@@ -98,7 +91,7 @@ def _online_loops(k) -> list[int]:
                     continue
                 reads = set(a.names) - heads - {c.split(".")[-1] for c in a.calls} - {"float", "inf"}
                 if reads and reads <= family:
-                    new = set(_targets(a)) - family
+                    new = set(assign_targets(a)) - family
                     if new:
                         family |= new
                         changed = True

@@ -52,34 +52,12 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom
+from skel.skeletons.conditions import assign_targets, calls, custom, split_top
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _GRID_NAME = re.compile(r"(?i)n?num_?sms|n_?sms|num_?(programs?|progs?|ctas|cores|workers)|grid_?size|n_?progs?")
 _PER_PROGRAM = re.compile(r"(?i)\w*(rows|tiles|blocks|items|tokens)_per_(program|prog|pid|cta|sm|core|block)\w*")
 _STRIDE = re.compile(r"(?i)\w*stride\w*|n_cols|n_col|hidden\w*|\w*_dim|D|N|H|C|K|V")
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
 
 
 def _pid_names(k, fn: str = "tl.program_id") -> dict[str, str]:
@@ -88,8 +66,8 @@ def _pid_names(k, fn: str = "tl.program_id") -> dict[str, str]:
     for a in k.assigns:
         if fn not in a.calls:
             continue
-        tg = _targets(a)
-        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        tg = assign_targets(a)
+        vals = split_top(a.value) if len(tg) > 1 else [a.value]
         for t, v in zip(tg, vals):
             m = re.search(re.escape(fn) + r"\(\s*(?:axis\s*=\s*)?(\d*)", v)
             if m:
@@ -103,7 +81,7 @@ def _grid_names(k) -> set[str]:
     names |= {n for n in k.names if _GRID_NAME.fullmatch(n)}
     for a in k.assigns:  # row_step = tl.num_programs(0) * ROWS_PER_BLOCK
         if set(a.names) & names and "tl.load" not in a.calls:
-            names |= set(_targets(a))
+            names |= set(assign_targets(a))
     return names
 
 
@@ -127,7 +105,7 @@ def _persistent(k) -> list[int]:
     # rows_per_program slices: row_start = pid * rows_per_program; for r in range(row_start, ...)
     per = {n for n in k.names if _PER_PROGRAM.fullmatch(n)}
     if per:
-        starts = {t for a in k.assigns if set(a.names) & per and set(a.names) & pids for t in _targets(a)}
+        starts = {t for a in k.assigns if set(a.names) & per and set(a.names) & pids for t in assign_targets(a)}
         for lp in k.loops:
             if lp.args and set(_ID.findall(lp.args[0])) & (starts | per):
                 lines.append(lp.line)

@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, param
+from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, param
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _TRANSFORM = {"tl.sigmoid", "tl.rsqrt", "tl.sqrt", "tl.exp", "tl.exp2", "exp", "exp2", "softplus", "silu", "l2norm",
@@ -66,38 +66,23 @@ _HOST_OPS = re.compile(r"(?i)(^|\.)(l2norm\w*|l2_norm\w*|normalize|sigmoid|logsi
                        r"rms_?norm\w*|layer_?norm\w*|swiglu\w*|geglu\w*|fused_\w*gate\w*)$|^torch\.exp$")
 
 
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
-def _calls(a) -> set[str]:
-    out = set()
-    for c in a.calls:
-        head = c.split(".")[0]
-        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
-    return out
-
-
 def _is_transform(a) -> bool:
     """A transform call: a known one, or a helper named like one (`_silu`, `rms_norm_fn`)."""
-    calls = _calls(a)
+    calls = assign_calls(a)
     return bool(calls & _TRANSFORM) or any(
         "." not in c and _TRANSFORM_NAME.fullmatch(c) for c in calls)
 
 
 def _dot_results(k) -> set[str]:
     """Names computed from a tl.dot (scores, accumulators): their transforms are not a prologue."""
-    out = {t for a in k.assigns if "tl.dot" in a.calls for t in _targets(a)}
+    out = {t for a in k.assigns if "tl.dot" in a.calls for t in assign_targets(a)}
     out |= {c.target for c in k.calls if c.name == "tl.dot" and c.target}
     changed = True
     while changed:
         changed = False
         for a in k.assigns:
             if set(a.names) & out:
-                new = set(_targets(a)) - out
+                new = set(assign_targets(a)) - out
                 if new:
                     out |= new
                     changed = True
@@ -111,7 +96,7 @@ def _operands(c) -> set[str]:
 def _defs(k) -> dict[str, list]:
     d: dict[str, list] = {}
     for a in k.assigns:
-        for t in _targets(a):
+        for t in assign_targets(a):
             d.setdefault(t, []).append(a)
     return d
 
@@ -144,7 +129,7 @@ def _raw_load_operands(k) -> list[int]:
     lines = []
     for c in k.calls_named("tl.dot"):
         ops = _operands(c)
-        raw = [n for n in ops if defs.get(n) and all(_calls(a) <= {"tl.load", ".to"} and "tl.load" in _calls(a)
+        raw = [n for n in ops if defs.get(n) and all(assign_calls(a) <= {"tl.load", ".to"} and "tl.load" in assign_calls(a)
                                                    for a in defs[n])]
         if len(raw) >= 1 and len(ops) >= 1:
             lines.append(c.line)

@@ -54,7 +54,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.catalog.persistent_kernel import _persistent
-from skel.skeletons.conditions import custom, uses_name
+from skel.skeletons.conditions import assign_targets, custom, uses_name
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _REDUCE = {"tl.dot", "tl.sum"}
@@ -63,13 +63,6 @@ _COL = r"\[\s*:\s*,\s*None\s*\]"
 _ROW = r"\[\s*None\s*,\s*:\s*\]"
 _OUTER = re.compile(_COL + r"\s*\*\s*\(?[^&|,]*?" + _ROW + "|" + _ROW + r"\s*\*\s*\(?[^&|,]*?" + _COL)
 _HEADS = {"tl", "triton", "cdiv", "min", "max", "tl.cdiv"}
-
-
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
 
 
 def _static_names(k) -> set[str]:
@@ -83,7 +76,7 @@ def _static_names(k) -> set[str]:
                 continue
             reads = set(a.names) - _HEADS
             if reads <= static:
-                new = set(_targets(a)) - static
+                new = set(assign_targets(a)) - static
                 if new and a.loop_depth == 0:
                     static |= new
                     changed = True
@@ -95,7 +88,7 @@ def _carried(k, lp) -> dict[str, int]:
     by a statement that reads them (``acc += ...``, ``acc = acc * r + ...``), not reloaded."""
     first: dict[str, object] = {}
     for a in sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line):
-        for t in _targets(a):
+        for t in assign_targets(a):
             first.setdefault(t, a)
     return {t: a.line for t, a in first.items() if a.op != "=" or t in a.names}
 
@@ -107,7 +100,7 @@ def _accumulators(k, lp) -> list:
     for a in k.assigns:
         if not (lp.line <= a.line <= lp.end_line) or not set(a.calls) & _REDUCE:
             continue
-        if set(_targets(a)) & set(carried) and (a.op != "=" or set(_targets(a)) & set(a.names)):
+        if set(assign_targets(a)) & set(carried) and (a.op != "=" or set(assign_targets(a)) & set(a.names)):
             out.append(a)
     for c in k.calls:  # acc = tl.dot(a, b, acc)
         if c.name == "tl.dot" and lp.line <= c.line <= lp.end_line and c.target in carried and (
@@ -138,7 +131,7 @@ def _recurrence(k, lp) -> bool:
     a linear-recurrence scan, whose steps are not independent pieces of a sum."""
     carried = _carried(k, lp)
     for a in k.assigns:
-        if lp.line <= a.line <= lp.end_line and set(_targets(a)) & set(carried) \
+        if lp.line <= a.line <= lp.end_line and set(assign_targets(a)) & set(carried) \
                 and _OUTER.search(a.value):
             return True
     return False
@@ -173,7 +166,7 @@ def _atomic_partial(k) -> list[int]:
     accs = set()
     for lp in k.loops:
         for a in _accumulators(k, lp):
-            accs |= set(_targets(a)) if hasattr(a, "targets") else {a.target}
+            accs |= set(assign_targets(a)) if hasattr(a, "targets") else {a.target}
     lines = []
     for c in k.calls_named("tl.atomic_add"):
         val = c.args[1] if len(c.args) > 1 else c.kwargs.get("val", "")

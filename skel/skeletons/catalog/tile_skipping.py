@@ -56,7 +56,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom, param
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, param, split_top
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _COL = r"\[\s*:\s*,\s*None\s*\]"
@@ -68,39 +68,8 @@ _TRI = re.compile(
     + r"|([A-Za-z_]\w*)\s*" + _COL + r"\s*-\s*([A-Za-z_]\w*)\s*" + _ROW + r"\s*(?:>=|<=|>|<)")
 
 
-def _targets(a) -> list[str]:
-    out = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if re.fullmatch(r"[A-Za-z_]\w*", x)]
-
-
 _TILE_PARAM = re.compile(r"i_[a-z]{1,3}|start_[mn]|pid(_\w+)?|\w*_block_id|\w*tile_id")
 _PURE = {".to", "tl.cdiv", "triton.cdiv", "cdiv", "tl.maximum", "tl.minimum", "min", "max", "tl.multiple_of"}
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
-
-
-def _calls(a) -> set[str]:
-    """Canonical call names; a method on a local value (`x.to`) becomes `.to`."""
-    out = set()
-    for c in a.calls:
-        head = c.split(".")[0]
-        out.add(c if "." not in c or head in ("tl", "triton", "") else "." + c.rsplit(".", 1)[1])
-    return out
 
 
 def _tile_names(k) -> set[str]:
@@ -110,27 +79,27 @@ def _tile_names(k) -> set[str]:
     tiles: set[str] = set()
     for a in k.assigns:
         if any("program_id" in c for c in a.calls):
-            tiles |= set(_targets(a))
+            tiles |= set(assign_targets(a))
     if not k.calls_named("tl.program_id") and not tiles:
         tiles = {p.name for p in k.params if not p.constexpr and _TILE_PARAM.fullmatch(p.name)}
     scalars = {p.name for p in k.params if p.constexpr or not p.annotation and not _is_pointer(p.name)}
     scalars |= {"tl", "int64", "int32"}
     for a in k.assigns:  # counts such as NT = tl.cdiv(T, BT)
-        if a.loop_depth == 0 and a.op == "=" and _calls(a) <= _PURE and set(a.names) <= scalars | {"cdiv"}:
-            scalars |= set(_targets(a))
-    loaded = {t for a in k.assigns if "tl.load" in a.calls for t in _targets(a)}
+        if a.loop_depth == 0 and a.op == "=" and assign_calls(a) <= _PURE and set(a.names) <= scalars | {"cdiv"}:
+            scalars |= set(assign_targets(a))
+    loaded = {t for a in k.assigns if "tl.load" in a.calls for t in assign_targets(a)}
     direct = set(tiles)
     changed = True
     while changed:
         changed = False
         for a in k.assigns:
-            if set(_targets(a)) & loaded - direct:
+            if set(assign_targets(a)) & loaded - direct:
                 continue  # also assigned from memory in another branch (varlen bos/eos/T)
-            if a.loop_depth or a.op != "=" or not _calls(a) <= _PURE or not set(a.names) & tiles:
+            if a.loop_depth or a.op != "=" or not assign_calls(a) <= _PURE or not set(a.names) & tiles:
                 continue
             if not set(a.names) <= tiles | scalars | {c for c in a.calls if "." not in c}:
                 continue
-            new = set(_targets(a)) - tiles
+            new = set(assign_targets(a)) - tiles
             if new:
                 tiles |= new
                 changed = True
@@ -145,8 +114,8 @@ def _substituted(k, text: str, depth: int = 3) -> str:
     """``text`` with names assigned once outside loops replaced by their value (a few levels)."""
     defs: dict[str, list[str]] = {}
     for a in k.assigns:
-        tg = _targets(a)
-        vals = _split_top(a.value) if len(tg) > 1 else [a.value]
+        tg = assign_targets(a)
+        vals = split_top(a.value) if len(tg) > 1 else [a.value]
         if a.loop_depth == 0 and len(vals) == len(tg):
             for t, v in zip(tg, vals):
                 # a value read from memory is never substituted (it hides nothing about the tile)
@@ -240,7 +209,7 @@ def _sparse_bounds(k, lp) -> bool:
         names = {n for t in texts for n in _ID.findall(t)} - seen
         seen |= names
         for a in k.assigns:
-            if a.loop_depth == 0 and set(_targets(a)) & names:
+            if a.loop_depth == 0 and set(assign_targets(a)) & names:
                 texts.append(a.value)
     return any("tl.load" in t and _SPARSE.search(t) for t in texts)
 
