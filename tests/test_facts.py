@@ -119,3 +119,48 @@ def test_round_trip_through_dict(kernels):
 
     k = kernels["stacked"]
     assert KernelFacts.from_dict(k.to_dict()) == k
+
+
+def test_wrapper_autotuner_counts_as_autotune():
+    src = '''
+import triton
+import triton.language as tl
+from mylib import cache_autotune
+
+
+@cache_autotune(configs=[triton.Config({"B": 32}), triton.Config({"B": 64})], key=["N"])
+@triton.jit
+def k(x_ptr, N, B: tl.constexpr):
+    tl.store(x_ptr, 1.0)
+'''
+    (kf,) = extract_file(src)
+    d = kf.decorator("triton.autotune")
+    assert d is not None and d.spelling == "cache_autotune" and d.config_count == 2
+
+
+@pytest.mark.parametrize("path,source,hint", [
+    ("liger_kernel/backends/_ascend/ops/embedding.py", "", "npu"),
+    ("flag_gems/runtime/backend/_cambricon/ops/dropout.py", "", "mlu"),
+    ("flag_gems/runtime/backend/_nvidia/ops/mm.py", "", ""),
+    ("fla/ops/gla/chunk.py", "", ""),
+    ("mykernels/k.py", "import torch_npu\n", "npu"),
+])
+def test_backend_hint(path, source, hint):
+    from skel.miner.facts import backend_hint
+
+    assert backend_hint(path, source) == hint
+
+
+def test_vendor_backend_kernels_are_judged_on_their_backend(tmp_path):
+    from conftest import write
+    from skel.retriever.suggest import suggest
+
+    from test_cli import FP32_DOT
+
+    cuda = write(tmp_path / "ops" / "k.py", FP32_DOT)
+    npu = write(tmp_path / "backends" / "_ascend" / "k.py", FP32_DOT)
+    (on_cuda,) = suggest(cuda)
+    (on_npu,) = suggest(npu)
+    assert "dot-input-precision-tf32x3" in [s.id for s in on_cuda.suggestions]
+    assert "dot-input-precision-tf32x3" not in [s.id for s in on_npu.suggestions]
+    assert any("npu backend" in n for n in on_npu.notes)

@@ -101,6 +101,7 @@ class Decorator:
     config_count: int = 0
     config_keys: list[str] = field(default_factory=list)
     list_items: list[str] = field(default_factory=list)  # key=[...] / heuristics dict keys
+    spelling: str = ""  # the name as written, when it differs from `name` (wrapper autotuners)
 
 
 @dataclass
@@ -127,6 +128,9 @@ class KernelFacts:
     # module-level `NAME = <expr>` assignments (source text), so a keyword passed as a
     # module constant (`input_precision=DOT_PRECISION`) can be resolved by conditions
     module_constants: dict[str, str] = field(default_factory=dict)
+    # the accelerator the file is written for when its path or imports say so ("npu",
+    # "mlu", ...); "" when it looks like ordinary CUDA/ROCm Triton
+    backend_hint: str = ""
 
     # --- convenience queries used by conditions -------------------------------------
     def calls_named(self, *names: str) -> list[Call]:
@@ -405,6 +409,10 @@ class _KernelVisitor(Walker):
         if not isinstance(expr, cst.Call):
             return d
         _, d.kwargs = _kwargs(expr)
+        if name != "triton.autotune" and {"configs", "key"} <= set(d.kwargs):
+            # a project's own autotuner (`@fla_cache_autotune(configs=..., key=...)`, FlagGems'
+            # `@libtuner`): same contract as triton.autotune, so conditions treat it as one
+            d.name, d.spelling, name = "triton.autotune", name, "triton.autotune"
         for a in expr.args:
             if a.star:  # `**autotune_cache_kwargs`: not the configs
                 continue
@@ -722,6 +730,7 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
 
     out: list[KernelFacts] = []
     search_from = 0
+    hint = backend_hint(path, source)
     for func in kernels:
         def_line, search_from = _find_def(lines, func.name.value, search_from)
         sub = cst.Module(body=[func.with_changes(leading_lines=[])])
@@ -739,6 +748,7 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
         facts.launches = [ln for ln in host.launches if ln.kernel == facts.name]
         facts.module_calls = {c: 0 for c in sorted(host.calls)}
         facts.module_constants = {n: v for n, v in constants.items() if n in facts.names}
+        facts.backend_hint = hint
         out.append(facts)
     return out
 
@@ -758,6 +768,30 @@ def _positions(module: cst.Module):
     except AttributeError:  # pragma: no cover - future libcst
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         return wrapper.resolve(PositionProvider)
+
+
+#: vendor backends other than CUDA/ROCm, recognised from a path segment or an import
+_VENDOR_DIR = re.compile(r"(?:^|/)(?:backends?|_backends?|vendors?)/_?([a-z0-9_]+)(?:/|$)")
+_VENDOR_IMPORT = re.compile(r"^\s*(?:import|from)\s+(torch_npu|torch_mlu|torch_musa|intel_extension_for_pytorch)\b", re.M)
+_VENDORS = (("ascend", "npu"), ("npu", "npu"), ("cambricon", "mlu"), ("mlu", "mlu"), ("musa", "musa"),
+            ("mthreads", "musa"), ("xpu", "xpu"), ("intel", "xpu"))
+_CUDA_LIKE = ("nvidia", "cuda", "amd", "rocm", "hip")
+_IMPORT_BACKEND = {"torch_npu": "npu", "torch_mlu": "mlu", "torch_musa": "musa", "intel_extension_for_pytorch": "xpu"}
+
+
+def backend_hint(path: str, source: str) -> str:
+    """"npu", "mlu", ... when a file sits in a vendor backend folder or imports a vendor
+    torch extension; "" for ordinary (CUDA/ROCm) Triton — and for vendor folders we do not
+    know by name (a known limit: such kernels are assessed as CUDA/ROCm ones)."""
+    for m in _VENDOR_DIR.finditer(path.replace("\\", "/").lower()):
+        name = m.group(1)
+        if any(c in name for c in _CUDA_LIKE):
+            return ""
+        for needle, backend in _VENDORS:
+            if needle in name:
+                return backend
+    m = _VENDOR_IMPORT.search(source)
+    return _IMPORT_BACKEND[m.group(1)] if m else ""
 
 
 def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:

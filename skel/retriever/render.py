@@ -39,6 +39,7 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
         if not r.suggestions:
             out.append(f"{head}\n  no skeleton applies ({r.considered} checked)"
                        + (f"; already uses: {', '.join(r.present)}" if r.present else ""))
+            out.extend(f"  note: {note}" for note in r.notes)
             out.append("")
             continue
         out.append(f"{head}\n  {len(r.suggestions)} suggestion(s) from {r.considered} skeletons; "
@@ -78,12 +79,12 @@ def markdown(results: list[KernelResult]) -> str:
         out.append(f"## `{r.kernel}` ({r.path}:{r.line_start}-{r.line_end})")
         if r.present:
             out.append(f"Already uses: {', '.join(f'`{p}`' for p in r.present)}.")
+        for note in r.notes:
+            out.append(f"> {note}")
         if not r.suggestions:
             out.append(f"No skeleton applies ({r.considered} checked).")
             out.append("")
             continue
-        for note in r.notes:
-            out.append(f"> {note}")
         for i, s in enumerate(r.suggestions, 1):
             out.append(f"### {i}. `{s.id}` — {s.title}")
             out.append(f"{s.summary} *({s.category}; {s.status}; score {s.score:.2f})*")

@@ -142,12 +142,20 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
     from skel.skeletons.registry import all_skeletons
 
     target = target or Target()
+    notes = []
+    if target.backend is None and kf.backend_hint:
+        # a kernel under backends/_ascend (or importing torch_npu) is not CUDA code: judge
+        # it on its own backend, where CUDA-only techniques drop out
+        target = Target(backend=kf.backend_hint, cc=target.cc, triton=target.triton)
+        notes.append(f"the file looks written for the {kf.backend_hint} backend (path or imports); "
+                     "pass --backend to override")
     assessments = [s.assess(kf, target) for s in all_skeletons()]
     present = [a.skeleton.id for a in assessments if a.present is not None]
     candidates = [a for a in assessments if a.applies]
     total = kb.count() if kb is not None else 0
     result = KernelResult(kernel=kf.name, path=kf.path, line_start=kf.line_start, line_end=kf.line_end,
-                          present=present, considered=len(assessments), suggestions=[], store_kernels=total)
+                          present=present, considered=len(assessments), suggestions=[], store_kernels=total,
+                          notes=notes)
     if not candidates:
         return result
 

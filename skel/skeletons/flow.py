@@ -379,3 +379,108 @@ def gathered(fl: Flow, names: set[str]) -> list[int]:
     return lines
 
 
+
+
+# --- loop-relative helpers (how an expression moves with a loop's index) -----------------
+
+
+def depends_on_loop(fl: Flow, expr: ast.AST, loop: LoopInfo) -> bool:
+    """``expr`` changes with ``loop``'s index: it reads the index directly or through names
+    (re)defined inside the loop from it. Names the loop redefines from loop-invariant
+    values only (`m_t = o_t < T` recomputed each iteration) do not count."""
+    names, _ = fl.closure(expr, within=loop)
+    return bool(names & loop.targets)
+
+
+def stepped_in_loop(fl: Flow, expr: ast.AST, loop: LoopInfo) -> list[int]:
+    """Lines where a name ``expr`` reads is stepped inside ``loop`` (`p += step`,
+    `p = p + step`, `p = tl.advance(p, ...)`): the address is already strength-reduced."""
+    names, _ = fl.closure(expr)
+    lines = []
+    for n in names:
+        for d in fl.defs.get(n, ()):
+            if not loop.holds(d.line):
+                continue
+            v = d.value
+            if d.op in ("+=", "-=") or (
+                    d.op == "=" and isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub))
+                    and isinstance(v.left, ast.Name) and v.left.id == n) or (
+                    isinstance(v, ast.Call) and call_name(v) == "tl.advance"):
+                lines.append(d.line)
+    return lines
+
+
+def affine_in_loop(fl: Flow, expr: ast.AST, loop: LoopInfo) -> bool:
+    """``expr`` moves by a constant step per iteration of ``loop``: what is recomputed
+    inside the loop reads no memory (no gathered or paged index) and never divides or
+    wraps a loop-dependent value (`block_idx // grid_n`, `% n`: a grid-stride walk over
+    flattened tiles)."""
+    _, exprs = fl.closure(expr, within=loop)
+    if has_call(exprs, "tl.load"):
+        return False
+    for e in exprs:
+        for n in ast.walk(e):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Mod)) \
+                    and depends_on_loop(fl, n.left, loop):
+                return False
+    return True
+
+
+def conjuncts(fl: Flow, expr: ast.AST, depth: int = 8) -> list[ast.AST]:
+    """The `&`-separated parts of a mask, through names bound once, broadcasts
+    (`m[:, None]`) and casts (`.to(tl.int1)`)."""
+    if depth <= 0:
+        return [expr]
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitAnd):
+        return conjuncts(fl, expr.left, depth - 1) + conjuncts(fl, expr.right, depth - 1)
+    if isinstance(expr, ast.Subscript) and broadcast_axes([expr]) and isinstance(expr.slice, ast.Tuple):
+        return conjuncts(fl, expr.value, depth - 1)
+    if isinstance(expr, ast.Call) and call_name(expr) == ".to" and isinstance(expr.func, ast.Attribute):
+        return conjuncts(fl, expr.func.value, depth - 1)
+    if isinstance(expr, ast.Name):
+        defs = fl.defs.get(expr.id, ())
+        if len(defs) == 1 and not defs[0].aug:
+            return conjuncts(fl, defs[0].value, depth - 1)
+    return [expr]
+
+
+def _zero_one(fl: Flow, k, e: ast.AST, depth: int = 4) -> bool:
+    """``e`` can only be 0 or 1 (False/True): a literal, a comparison, `tl.where(c, 1, 0)`,
+    a name bound only to such values, or a constexpr flag parameter (bool default, or a
+    flag-like name such as `IS_*`, `USE_*`, `HAS_*`)."""
+    if depth <= 0:
+        return False
+    if isinstance(e, ast.Constant):
+        return e.value in (0, 1) and not isinstance(e.value, float)
+    if isinstance(e, ast.Compare) or (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)):
+        return True
+    if isinstance(e, ast.Call) and call_name(e) == "tl.where" and len(e.args) == 3:
+        return all(_zero_one(fl, k, a, depth - 1) for a in e.args[1:])
+    if isinstance(e, ast.Call) and call_name(e) == ".to" and isinstance(e.func, ast.Attribute):
+        return _zero_one(fl, k, e.func.value, depth - 1)
+    if isinstance(e, ast.Name):
+        p = next((p for p in k.params if p.name == e.id), None)
+        if p is not None:
+            return p.constexpr and (p.default.strip() in ("True", "False", "0", "1")
+                                    or bool(re.match(r"(IS|USE|HAS|ENABLE|DO|WITH)_", p.name)))
+        defs = fl.defs.get(e.id, ())
+        return bool(defs) and all(not d.aug and _zero_one(fl, k, d.value, depth - 1) for d in defs)
+    return False
+
+
+def at_most_one_trip(fl: Flow, k, loop: LoopInfo) -> bool:
+    """A `for` used as a guard: `range(0, flag, 1)` / `range(flag)` whose stop is 0 or 1 by
+    construction (a 0/1 value, a comparison, a constexpr flag), so the body runs at most
+    once. A runtime stop of unknown range is not assumed to be a flag."""
+    b = loop.bounds
+    if not (isinstance(b, ast.Call) and call_name(b) in ("range", "tl.range", "tl.static_range")):
+        return False
+    args = [a for a in b.args if not isinstance(a, ast.Starred)]
+    if not args or len(args) > 3:
+        return False
+    start, stop, step = (ast.Constant(0), args[0], ast.Constant(1)) if len(args) == 1 else (
+        args[0], args[1], args[2] if len(args) == 3 else ast.Constant(1))
+    if not (isinstance(start, ast.Constant) and start.value == 0
+            and isinstance(step, ast.Constant) and step.value == 1):
+        return False
+    return _zero_one(fl, k, stop)

@@ -24,6 +24,8 @@ drop autotuning and hard-code one config, which gives up the speed autotuning bu
 
 ## Does not apply when
 - the kernel is not autotuned, or has a single config;
+- the configs already carry a `pre_hook` (e.g. one that zeroes the atomic target before
+  each trial, as gemlite's split-K configs do): that is this technique, spelled per config;
 - the output is only written (pure store): repeated trials overwrite it with the same
   values;
 - the buffer is scratch the caller re-initialises anyway — then the restore only adds a
@@ -51,7 +53,10 @@ MULTI_CONFIG_AUTOTUNE = custom("autotune-multi-config", "`@triton.autotune` with
 RESTORES = decorated("triton.autotune", kw="restore_value", name="autotune-restore-value",
                      describe="`@triton.autotune(restore_value=...)`") | decorated(
     "triton.autotune", kw="reset_to_zero", name="autotune-reset-to-zero",
-    describe="`@triton.autotune(reset_to_zero=...)`")
+    describe="`@triton.autotune(reset_to_zero=...)`") | decorated(
+    # a Config(pre_hook=...) that zeroes or restores outputs before each trial does the same job
+    "triton.autotune", name="autotune-config-pre-hook", describe="`triton.Config(..., pre_hook=...)` in the configs",
+    where=lambda d, k: "pre_hook" in d.config_keys)
 
 SKELETON = Skeleton(
     id="autotune-restore-reset",

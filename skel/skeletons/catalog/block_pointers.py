@@ -46,14 +46,19 @@ from __future__ import annotations
 
 from skel.skeletons.base import Category, Env, KnownBad, Skeleton
 from skel.skeletons.conditions import calls, custom
-from skel.skeletons.flow import BLOCK_PTR_HELPER, bounds_mask, flow_of, gathered_address, manual_2d_address
+from skel.skeletons.flow import (BLOCK_PTR_HELPER, _is_vector_expr, affine_in_loop, at_most_one_trip, bounds_mask,
+                                 conjuncts, depends_on_loop, flow_of, gathered_address, manual_2d_address,
+                                 stepped_in_loop)
 
 # ---------------------------------------------------------------------------------------
 # the skeleton
 # ---------------------------------------------------------------------------------------
 
 
-def _masked_manual_tile_loads_in_loop(k):
+def _walking_tile_loads(k):
+    """Masked 2-D tile loads whose window walks with the loop: the address moves by a
+    constant step per iteration and the bounds mask moves with it (a tile-level bound,
+    `(k0 + rk)[None, :] < K`, `o_t < T`), rebuilt every iteration rather than stepped."""
     fl = flow_of(k)
     lines = []
     for c in fl.loads():
@@ -61,8 +66,19 @@ def _masked_manual_tile_loads_in_loop(k):
         mask = c.arg(1, "mask")
         if not c.in_loop or addr is None or mask is None:
             continue
-        if manual_2d_address(fl, addr) and bounds_mask(fl, mask) and not gathered_address(fl, addr):
-            lines.append(c.line)
+        loop = c.loops[-1]
+        if loop.kind in ("while", "tl.static_range") or at_most_one_trip(fl, k, loop):
+            continue
+        if not (manual_2d_address(fl, addr) and bounds_mask(fl, mask)) or gathered_address(fl, addr):
+            continue
+        if not (depends_on_loop(fl, addr, loop) and affine_in_loop(fl, addr, loop)):
+            continue  # the tile does not move (a hoisting case) or moves by a data-dependent step
+        if stepped_in_loop(fl, addr, loop):
+            continue  # already strength-reduced (`ptrs += BK * stride`): only the mask is left
+        moving = [m for m in conjuncts(fl, mask) if depends_on_loop(fl, m, loop) and _is_vector_expr(fl, m)]
+        if not moving:
+            continue  # only a scalar base moves and the bounds are fixed: hoist the grid instead
+        lines.append(c.line)
     return lines
 
 
@@ -71,9 +87,10 @@ BLOCK_PTR_USED = calls("tl.make_block_ptr", "tl.advance", name="block-ptr",
     "block-ptr-helper", "a helper returning a block pointer (`*_block_ptr(...)`)",
     lambda k: [c.line for c in k.calls if not c.name.startswith("tl.") and BLOCK_PTR_HELPER.fullmatch(c.name)])
 MASKED_MANUAL_TILE_LOAD_IN_LOOP = custom(
-    "masked-manual-2d-tile-load-in-loop",
-    "a 2-D tile `tl.load` inside a loop with manual `[:, None]`/`[None, :]` offsets and a bounds mask",
-    _masked_manual_tile_loads_in_loop)
+    "walking-masked-2d-tile-load",
+    "a 2-D tile `tl.load` with manual `[:, None]`/`[None, :]` offsets and a bounds mask, both rebuilt"
+    " from the loop index each iteration (the tile walks by a constant step; no gather, no `+=`)",
+    _walking_tile_loads)
 
 SKELETON = Skeleton(
     id="block-pointers",
