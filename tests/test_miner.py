@@ -171,3 +171,15 @@ def test_parallel_parse_matches_serial(repo, tmp_path, hash_embedder):
     mine(repo, b, source="demo", embedder=hash_embedder, jobs=2, cache_root=None)
     key = lambda kb: sorted((r.id, r.line_start, tuple(r.techniques)) for r in kb.kernels())  # noqa: E731
     assert key(a) == key(b) and len(key(a)) == 10
+
+
+def test_catalog_change_retags_mined_kernels(repo, kb, hash_embedder, monkeypatch):
+    """A new or edited skeleton must not leave old technique tags in the store."""
+    import skel.skeletons.registry as reg
+
+    mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    monkeypatch.setattr(reg, "catalog_fingerprint", lambda: "a-different-catalog")
+    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    assert report.unchanged == 0 and report.kernels_written == 2
+    again = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    assert again.kernels_written == 0

@@ -233,6 +233,19 @@ def main(argv: list[str] | None = None) -> int:
         reasons = Counter(m.split(": ", 1)[1].split(" (")[0].split(":")[0] for p in missed for m in p["misses"])
         for reason, n in reasons.most_common():
             print(f"  {n:3d}  {reason}")
+    if args.split == "dev" and not args.smoke:
+        # the hand-checked precision of the top 5 (precision_sample.json), on the current top 5s
+        import precision_sample
+
+        tmp = args.cache / "dev-results.json"
+        tmp.write_text(json.dumps({"cases": per_case}))
+        p = precision_sample.precision(precision_sample.sample(str(tmp)))
+        if p["unjudged"]:
+            print(f"\nprecision@5: {len(p['unjudged'])} of {p['sampled']} sampled suggestions not judged yet "
+                  f"(python benchmarks/retrieval/precision_sample.py {tmp})")
+        else:
+            print(f"\nprecision@5 (hand-checked sample of {p['sampled']}): {p['precision']} "
+                  f"({p['correct']} correct, {p['incorrect']} incorrect, {p['unclear']} unclear)")
     if args.json_out:
         args.json_out.write_text(json.dumps({"summary": rows, "cases": per_case}, indent=2))
     return 0

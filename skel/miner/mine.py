@@ -229,11 +229,17 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
     started = SourceRecord(name=source, version=version, root=str(root), state="mining", started=time.time())
     kb.put_source(started)
 
+    # A file is up to date in the store when neither its content nor the catalog changed:
+    # a new or edited skeleton must re-tag every mined kernel (facts still come from the
+    # content-keyed cache, so this costs detection and embedding, not parsing).
+    from skel.skeletons.registry import catalog_fingerprint
+
+    catalog = catalog_fingerprint()
+    stamp = {f.rel: hashlib.sha1(f"{f.digest}:{catalog}".encode()).hexdigest() for f in files}
     known = kb.file_hashes(source)
-    current = {f.rel: f.digest for f in files}
-    changed = [f for f in files if known.get(f.rel) != f.digest]
+    changed = [f for f in files if known.get(f.rel) != stamp[f.rel]]
     report.unchanged = len(files) - len(changed)
-    removed = sorted(set(known) - set(current))
+    removed = sorted(set(known) - set(stamp))
     report.removed = len(removed)
 
     candidates = [f for f in changed if "triton" in f.text and walk_hint(f.text)]
@@ -285,7 +291,7 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
         if batch_files:
             kb.delete_kernels({"$and": [{"source": source}, {"file": {"$in": batch_files}}]})
         kb.add_many(records)
-        kb.mark_files(source, {f.rel: f.digest for f, _ in batch})  # the commit marker
+        kb.mark_files(source, {f.rel: stamp[f.rel] for f, _ in batch})  # the commit marker
         report.kernels_written += len(records)
         if progress:
             progress(min(i + BATCH, len(writes)), len(writes), "store")

@@ -101,9 +101,15 @@ class KnownBad:
     max_cc: int | None = None  # applies to archs at or below this cc
 
 
+#: The default: a technique of Triton itself, seen on CUDA and ROCm kernels. On another
+#: backend (Ascend NPU, Cambricon MLU ...) it is not excluded — skel's evidence simply does
+#: not cover it, which becomes a caveat. Hardware features list their backends explicitly.
+GENERIC_BACKENDS = ("cuda", "rocm")
+
+
 @dataclass(frozen=True)
 class Env:
-    backends: tuple[str, ...] = ("cuda", "rocm")
+    backends: tuple[str, ...] = GENERIC_BACKENDS
     min_cc: int | None = None
     triton: str | None = None  # version range the technique needs
     known_bad: tuple[KnownBad, ...] = ()
@@ -116,8 +122,11 @@ class Env:
             if set(self.backends) != {"cuda", "rocm"}:
                 notes.append(f"needs {'/'.join(self.backends)} (backend not given)")
         elif t.backend not in self.backends:
-            ok = False
-            notes.append(f"not available on {t.backend}")
+            if self.backends == GENERIC_BACKENDS and t.backend not in GENERIC_BACKENDS:
+                notes.append(f"evidence comes from CUDA/ROCm kernels; not checked on {t.backend}")
+            else:
+                ok = False
+                notes.append(f"not available on {t.backend}")
         if self.min_cc:
             if t.cc is None:
                 notes.append(f"needs sm_{self.min_cc}+ (arch not given)")

@@ -412,9 +412,9 @@ def stepped_in_loop(fl: Flow, expr: ast.AST, loop: LoopInfo) -> list[int]:
 
 def affine_in_loop(fl: Flow, expr: ast.AST, loop: LoopInfo) -> bool:
     """``expr`` moves by a constant step per iteration of ``loop``: what is recomputed
-    inside the loop reads no memory (no gathered or paged index) and never divides or
+    inside the loop reads no memory (no gathered or paged index), never divides or
     wraps a loop-dependent value (`block_idx // grid_n`, `% n`: a grid-stride walk over
-    flattened tiles)."""
+    flattened tiles) and never clamps or selects it (`tl.minimum(idx, n - 1)`)."""
     _, exprs = fl.closure(expr, within=loop)
     if has_call(exprs, "tl.load"):
         return False
@@ -423,7 +423,13 @@ def affine_in_loop(fl: Flow, expr: ast.AST, loop: LoopInfo) -> bool:
             if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Mod)) \
                     and depends_on_loop(fl, n.left, loop):
                 return False
+            if isinstance(n, ast.Call) and call_name(n) in _CLAMPS \
+                    and any(depends_on_loop(fl, a, loop) for a in n.args):
+                return False  # a clamped or selected index: the step is not constant at the edges
     return True
+
+
+_CLAMPS = ("tl.minimum", "tl.maximum", "min", "max", "tl.where", "tl.clamp")
 
 
 def conjuncts(fl: Flow, expr: ast.AST, depth: int = 8) -> list[ast.AST]:

@@ -48,5 +48,18 @@ def get(skeleton_id: str) -> Skeleton:
     raise KeyError(f"no skeleton {skeleton_id!r}; known: {known}")
 
 
+@lru_cache(maxsize=1)
+def catalog_fingerprint() -> str:
+    """A hash of every catalog module's source (and the shared condition code): it changes
+    whenever what a skeleton detects may have changed, so mined tags can be refreshed."""
+    import hashlib
+
+    h = hashlib.sha1()
+    here = Path(__file__).parent
+    for p in sorted([*here.glob("catalog/*.py"), here / "conditions.py", here / "flow.py", here / "base.py"]):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def fixture_path(skeleton_id: str) -> Path:
     return FIXTURES_DIR / f"{skeleton_id.replace('-', '_')}.py"

@@ -19,8 +19,11 @@ that the compiler cannot misread.
 
 ## Applies when
 - a kernel loads 2-D tiles with manual offsets (`[:, None]` / `[None, :]` broadcast
-  grids) and a `mask=`, inside a loop (K loops, chunk loops over T), where
-  `tl.advance` replaces the per-iteration offset arithmetic;
+  grids) and a bounds `mask=`, inside a `range`/`tl.range` loop, and the tile *walks*:
+  the address is rebuilt from the loop index each iteration, moving by a constant step
+  (`rk = k0 + tl.arange(0, BK)`, `o_t = i_t * BT + tl.arange(0, BT)`), and a tile-level
+  bound in the mask moves with it (`rk[None, :] < K`, `o_t < T`). That is exactly what
+  `tl.advance` plus `boundary_check` replace;
 - the target runs Triton < 3.9, and the tile is a plain strided window of the tensor.
 
 ## Does not apply when
@@ -30,7 +33,19 @@ that the compiler cannot misread.
   new code aimed at current Triton should prefer descriptors. flash-linear-attention
   removed its block pointers from the main kernels in 2026 for Triton-main
   compatibility and keeps them only in its `triton_ascend` backends (techniques.md);
-- the rows or columns are gathered through an index tensor (no single stride);
+- the rows or columns are gathered through an index tensor (no single stride), or the
+  step is data-dependent or not affine (offsets loaded in the loop, paged KV, a
+  grid-stride walk over flattened tiles via `block_idx // grid_n`, `% grid_n`);
+- the tile does not move: the load's address and mask are loop-invariant (a reload of
+  the same tile) — that is a hoisting case (`hoist-loop-invariant`);
+- only a scalar base moves (`(bos + i) * stride + o_g[:, None] * K + o_d[None, :]`) while
+  the offset grid and the mask stay fixed: the compiler already hoists the grid and the
+  mask, so `tl.advance` has no per-iteration offset math or moving bound to replace;
+  again a hoisting (or `incremental-pointer-advance`) question, not a block-pointer one;
+- the pointers are already stepped in the loop (`ptrs += BK * stride`,
+  `p = tl.advance(...)`): the address is strength-reduced and only the mask would change;
+- `tl.static_range` loops (fully unrolled: every address folds to a constant offset) and
+  guard loops that run at most once (`range(0, flag, 1)`);
 - the mask is not a bounds check (causal or data-dependent masks still need `tl.where`);
 - loads are 1-D rows: a `tl.arange` plus a mask is already as simple as it gets.
 

@@ -16,20 +16,32 @@ work from the hot loop. The effect is largest in memory- or issue-bound loops wi
 small tiles; in big compute-bound GEMMs the MMAs hide most of it.
 
 ## Applies when
-- a `range`/`tl.range` loop loads tiles with a `mask=` that depends on the loop index
-  (a bounds check against K, T or n_cols), and
+- a `range`/`tl.range` loop loads 2-D tiles that feed a `tl.dot`, with a `mask=` that
+  depends on the loop index (`offs_k[None, :] < K - k * BK`, `o_t < T` with `o_t` built
+  from `i_t`), and every loop-varying part of that mask is a bounds check against a
+  *runtime* argument (K, T, n_cols passed per launch). With the extent a multiple of
+  the block those parts are always true, so the flag leaves either an unmasked load or
+  only loop-invariant conjuncts (a row mask `rm[:, None] < M`, as in SGLang's `even_Ks`
+  path), which the compiler hoists out of the loop;
 - the extent is often a multiple of the block size (model dimensions, padded lengths),
   so the unmasked variant actually runs.
 
 ## Does not apply when
 - the divisibility is not guaranteed: dropping the mask reads out of bounds. The flag
   must be derived from the actual arguments (heuristics or the launcher), never assumed;
-- the mask is loop-invariant (a head-dim mask outside the K loop): the compiler already
-  hoists it;
-- the mask is semantic (causal, sparsity, data-dependent), not a bounds check;
-- `tl.static_range` loops, whose trip count and bounds are compile-time already;
-- sequence lengths vary per call (`do_not_specialize=["T"]` kernels): a T-divisibility flag
-  doubles the compiled variants for little gain, or a peeled last iteration is better.
+- the limit is a constexpr (a head dim `K: tl.constexpr`, a loop of 1–2 iterations over
+  it): `K % BK` is known at compile time, and a flag only drops an always-true compare;
+- the mask does not move with the loop index (a head-dim mask, or a mask recomputed each
+  iteration from loop-invariant offsets): the compiler already hoists it;
+- the masked load is not a `tl.dot` operand tile (a 1-D gate or bias vector that scales
+  an operand, a streaming loop without MMAs): its mask is a small share of the work;
+- a loop-varying part of the mask is not a runtime bound: semantic masks (causal,
+  sparsity, data-dependent) stay, so no divisibility flag removes them;
+- `tl.static_range` loops, whose trip count and bounds are compile-time already, and
+  guard loops that run at most once (`range(0, flag, 1)`);
+- sequence lengths vary per call (`do_not_specialize=["T"]` kernels, varlen `eos - bos`
+  read from memory): a T-divisibility flag doubles the compiled variants for little
+  gain or cannot be computed on the host; a peeled last iteration is better.
 
 ## References
 - Triton (history) `python/triton/ops/blocksparse/matmul.py` (`_dsd_kernel`)
@@ -45,7 +57,8 @@ import ast
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import _is_vector_expr, bounds_mask, flow_of, has_call
+from skel.skeletons.flow import (_is_vector_expr, at_most_one_trip, bounds_mask, conjuncts, depends_on_loop,
+                                 flow_of, has_call, manual_2d_address)
 from skel.skeletons.conditions import custom
 
 _FLAG = re.compile(r"(?:EVEN|Even|even)(?:_\w+|[A-Z]\w*)?|NEED_\w*MASK\w*|\w*DIVISIBLE\w*|\w*divisible\w*")
@@ -101,24 +114,40 @@ def _static_limit(fl, k, mask) -> bool:
     return True
 
 
+def _runtime_limit(fl, k, atom) -> bool:
+    """The bound a comparison checks against involves a runtime (non-constexpr) argument:
+    a constexpr extent (a head dim) is known at compile time, its loop runs a handful of
+    times, and divisibility can be tested statically without any flag."""
+    runtime = {p.name for p in k.params if not p.constexpr}
+    return any(fl.closure(side)[0] & runtime for side in _limits(fl, atom))
+
+
 def _masked_dot_tiles_in_k_loop(k):
+    """2-D tile loads feeding a `tl.dot` in a `range` loop whose loop-varying mask parts are
+    all bounds against a runtime, per-launch limit: with the extent divisible by the block
+    those parts are always true, and what is left is loop-invariant (hoisted) or nothing."""
     fl = flow_of(k)
     lines = []
     for dot in fl.named("tl.dot"):
         if not dot.loops or dot.loops[-1].kind not in ("range", "tl.range"):
             continue
         loop = dot.loops[-1]
+        if at_most_one_trip(fl, k, loop):
+            continue
         operands = set()
         for op in dot.node.args[:2]:
             operands |= fl.closure(op, within=loop)[0]
         for c in fl.loads():
             mask = c.arg(1, "mask")
-            if mask is None or not loop.holds(c.line) or not (set(c.targets) & operands):
+            addr = c.arg(0, "pointer")
+            if mask is None or addr is None or not loop.holds(c.line) or not (set(c.targets) & operands):
                 continue
-            # names the mask reads, following only definitions made inside the loop
-            names, _ = fl.closure(mask, within=loop)
-            redefined = {n for n in names if any(loop.holds(d.line) for d in fl.defs.get(n, ()))}
-            if names & (loop.targets | redefined) and bounds_mask(fl, mask) and _static_limit(fl, k, mask):
+            if not manual_2d_address(fl, addr):
+                continue  # a 1-D vector (a gate, a bias) scaled into an operand is not the tile
+            if not bounds_mask(fl, mask) or not _static_limit(fl, k, mask):
+                continue
+            moving = [m for m in conjuncts(fl, mask) if depends_on_loop(fl, m, loop)]
+            if moving and all(_runtime_limit(fl, k, m) for m in moving):
                 lines.append(c.line)
     return sorted(set(lines))
 
@@ -127,8 +156,8 @@ EVEN_FLAG_BRANCH = custom(
     "even-flag-branch", "a constexpr/heuristics flag `EVEN_*` / `NEED_*_MASK` tested by an `if`", _even_flags)
 K_LOOP_MASKED_DOT_TILES = custom(
     "k-loop-masked-dot-tiles",
-    "masked tile loads feeding a `tl.dot` in a `range` loop, the bounds mask moving with the loop index"
-    " against a per-launch limit",
+    "masked 2-D tile loads feeding a `tl.dot` in a `range` loop, every loop-varying mask part a bounds"
+    " check against a runtime per-launch limit (dropped when the extent divides the block)",
     _masked_dot_tiles_in_k_loop)
 
 SKELETON = Skeleton(

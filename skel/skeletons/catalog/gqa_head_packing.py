@@ -24,13 +24,23 @@ provides). For G = 4–8 the KV bytes per step drop 4–8x.
 
 ## Applies when
 - a decode (one query row per head) attention kernel computes scores with
-  `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks, with no `tl.dot`;
+  `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks, with no `tl.dot`, and the
+  scores go through softmax work in that loop (an `exp` of them and a running `max`):
+  that is what marks the reduction as attention over shared K/V;
 - query heads are grouped onto KV heads (`i_h = i_hq // G`, `kv_group_num`), i.e.
   GQA or MQA (MLA decode is the extreme case: all heads share one latent KV).
 
 ## Does not apply when
 - plain multi-head attention (G = 1): nothing is shared, and padding one head to 16 rows
-  wastes the MMA;
+  wastes the MMA. The check sees a group index (`i_hq // G`) but not the host dispatch:
+  a kernel that is only launched when `kv_group_num == 1` still passes it — check the
+  launcher;
+- the vector-matrix reduction is not an attention score: an SSM / Mamba state readout
+  `tl.sum(state * C[None, :], 1)` shares only small B/C vectors across a head group,
+  with no K/V blocks to load once and no softmax;
+- the "KV loop" is a guard that runs at most once (`for _ in range(0, block_mask, 1)`):
+  each program sees one KV block (split-KV stage 1 writing logits), so there is no
+  per-block reload to share;
 - prefill / many query rows per head: the kernel already has [BT, D] query tiles for
   `tl.dot`;
 - the kernel already packs heads (`BLOCK_H`/`Q_HEAD_NUM`/`G` head tiles feeding `tl.dot`).
@@ -48,10 +58,12 @@ contexts (the grid shrinks by G).
 
 from __future__ import annotations
 
+import ast
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
+from skel.skeletons.flow import at_most_one_trip, flow_of
 
 _HEAD_BLOCK = re.compile(r"BLOCK_H\w*|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
                          r"QUERY_GROUP_SIZE|KV_GROUP_NUM|GQA_GROUP_SIZE|GROUP_SIZE|HEAD_GROUP\w*")
@@ -73,11 +85,34 @@ def _head_tiles(k) -> list[int]:
     return lines
 
 
+_EXP = {"tl.exp", "tl.exp2", "tl.math.exp", "tl.math.exp2", "exp", "exp2", "safe_exp"}
+_MAX = {"tl.max", "tl.maximum", "tl.math.max"}
+
+
 def _vector_scores_in_loop(k) -> list[int]:
-    """`tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks."""
-    loops = [lp for lp in k.loops if lp.kind != "tl.static_range"]
-    return [c.line for c in k.calls if c.name == "tl.sum" and c.args and _VEC_MAT.search(c.args[0])
-            and any(lp.line <= c.line <= lp.end_line for lp in loops)]
+    """`tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks whose result goes through
+    softmax work in that loop (an `exp` and a running `max` of the scores): attention
+    decode, not any vector-matrix reduction (an SSM readout `tl.sum(state * C[None, :], 1)`
+    is an output, not a score), and a real loop, not a 0/1-trip guard."""
+    fl = flow_of(k)
+    lines = []
+    for c in fl.named("tl.sum"):
+        if not c.node.args or not _VEC_MAT.search(ast.unparse(c.node.args[0])):
+            continue
+        loop = next((lp for lp in reversed(c.loops)
+                     if lp.kind not in ("tl.static_range", "while") and not at_most_one_trip(fl, k, lp)), None)
+        if loop is None or not c.targets:
+            continue
+        scores = set(c.targets)
+
+        def reads_scores(x) -> bool:
+            return any(bool(fl.closure(a, within=loop)[0] & scores) for a in x.node.args)
+
+        body = [x for x in fl.calls if loop.holds(x.line) and x.line >= c.line]
+        if any(x.name in _EXP and reads_scores(x) for x in body) and \
+                any(x.name in _MAX and reads_scores(x) for x in body):
+            lines.append(c.line)
+    return lines
 
 
 def _group_index(k) -> list[int]:
@@ -87,8 +122,9 @@ def _group_index(k) -> list[int]:
 
 HEAD_TILE_DOT = custom("head-tile", "a tile of query heads `i_h * G + tl.arange(0, G)`", _head_tiles) & calls(
     "tl.dot", name="dot", describe="a `tl.dot`")
-VECTOR_SCORES = custom("vector-scores-in-kv-loop",
-                       "scores as `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks", _vector_scores_in_loop)
+VECTOR_SCORES = custom("vector-scores-in-softmax-kv-loop",
+                       "scores as `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks with online-softmax"
+                       " work (`exp` and a running `max`)", _vector_scores_in_loop)
 GROUPED_KV = custom("grouped-kv-head", "a KV head shared by a group of query heads (`i_hq // G`)", _group_index)
 NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
 

@@ -39,6 +39,11 @@ decode step at ~1.0x on the H200 — it pays when the repeated work is a real sh
   targets the same base pointer;
 - the value is under a condition inside the loop (`if USE_X:`), whose hoisting would
   load out of bounds or change semantics when the condition is false — check the `if`;
+- the loop runs at most once by construction — a guard `for _ in range(0, flag, 1)` (or
+  `range(flag)`) whose stop is a 0/1 value: a comparison, `tl.where(c, 1, 0)`, a literal
+  0/1, or a constexpr flag parameter (bool default, `IS_*`/`USE_*`/`HAS_*` name). A
+  runtime stop that only happens to be 0 or 1 (a plain integer argument) cannot be told
+  apart statically and is still reported;
 - hoisting would keep a large tile live across the loop and push register pressure into
   spills (a `[BT, BK]` tile hoisted out of an inner loop can cost more than the reload).
 Detection limits: the facts give names, not dataflow through pointers or memory, so a
@@ -62,6 +67,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom
+from skel.skeletons.flow import at_most_one_trip, flow_of
 
 _ID = re.compile(r"[A-Za-z_]\w*")
 _TRANSFORM = {"tl.sum", "tl.max", "tl.min", "tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "tl.log", "tl.log2",
@@ -124,7 +130,10 @@ def _loop_writes(k, lp) -> bool:
 
 def _invariant_in_loop(k) -> list[int]:
     lines = []
-    loops = {lp.line: lp for lp in k.loops if lp.kind != "while"}
+    fl = flow_of(k)
+    guards = {lp.line for lp in fl.loops if at_most_one_trip(fl, k, lp)}
+    # a guard `for _ in range(0, flag, 1)` runs its body at most once: nothing to save
+    loops = {lp.line: lp for lp in k.loops if lp.kind != "while" and lp.line not in guards}
     cache: dict[int, set[str]] = {}
     for a in k.assigns:
         lp = loops.get(a.loop_line)

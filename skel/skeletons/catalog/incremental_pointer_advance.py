@@ -27,6 +27,11 @@ address arithmetic competes with the loads and MMAs for issue slots.
 - the address goes through an index loaded from memory (paged KV caches, MoE token
   lists): the step is not constant;
 - `tl.static_range` loops: fully unrolled, the addresses fold to constants;
+- the address is a block pointer recreated each iteration
+  (`tl.make_block_ptr(..., (i_t * BT, 0), ...)`): that is a handful of scalar ops per
+  iteration, the block-pointer load builds the same address grid whether the pointer
+  was recreated or advanced, so `tl.advance` saves no per-element math;
+- guard loops that run at most once (`range(0, flag, 1)`);
 - the loop is not affine in the index (reverse or strided schedules are fine with a
   negative or larger constant step; data-dependent skips are not);
 - readability or portability matters more than a few integer ops: Liger-Kernel removed
@@ -44,7 +49,7 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import (broadcast_axes, flow_of, gathered_address, has_call,
+from skel.skeletons.flow import (at_most_one_trip, broadcast_axes, flow_of, gathered_address, has_call,
                                                    is_block_ptr_address, names_in, runtime_trip_count)
 from skel.skeletons.conditions import custom
 
@@ -85,13 +90,12 @@ def _recomputed_tile_addresses(k):
         loop = c.loops[-1]
         if not any(loop.holds(d.line) for d in fl.named("tl.dot")):
             continue  # memory-bound loops hide address math behind the loads
-        if not runtime_trip_count(fl, k, loop):
+        if not runtime_trip_count(fl, k, loop) or at_most_one_trip(fl, k, loop):
             continue  # a few constexpr steps: the rebuilt addresses cost next to nothing
         if is_block_ptr_address(fl, addr):
-            # a block pointer rebuilt inside the loop from the index
-            names, exprs = fl.closure(addr, within=loop)
-            if names & loop.targets:
-                lines.append(c.line)
+            # a `tl.make_block_ptr(..., offsets=(i * BT, 0), ...)` rebuilt each iteration is
+            # scalar offset work: the load builds the same address grid either way, so
+            # `tl.advance` saves no per-element integer math
             continue
         names, exprs = fl.closure(addr, within=loop)
         if has_call(exprs, "tl.load"):
