@@ -164,3 +164,21 @@ def test_vendor_backend_kernels_are_judged_on_their_backend(tmp_path):
     assert "dot-input-precision-tf32x3" in [s.id for s in on_cuda.suggestions]
     assert "dot-input-precision-tf32x3" not in [s.id for s in on_npu.suggestions]
     assert any("npu backend" in n for n in on_npu.notes)
+
+
+def test_autotune_configs_from_a_module_constant():
+    src = '''
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BK": bk}, num_warps=4, num_stages=s) for bk in (32, 64) for s in (2, 3)]
+
+
+@triton.autotune(configs=CONFIGS, key=["K"])
+@triton.jit
+def k(x_ptr, K, BK: tl.constexpr):
+    tl.store(x_ptr, 1.0)
+'''
+    (kf,) = extract_file(src)
+    d = kf.decorator("triton.autotune")
+    assert d.config_count == -1 and set(d.config_keys) == {"BK", "num_warps", "num_stages"}

@@ -362,6 +362,25 @@ class Walker:
         if leave is not None:
             leave(node)
 
+def _read_configs(value: cst.BaseExpression, d: Decorator) -> None:
+    """Count the `triton.Config(...)` entries and collect every key they set."""
+    keys: set[str] = set()
+    count = 0
+    generated = bool(descendants(value, (cst.ListComp, cst.GeneratorExp)))
+    for node in descendants(value, cst.Call):
+        if dotted(node.func).split(".")[-1] == "Config":
+            count += 1
+            for a in node.args:
+                if a.keyword is not None:
+                    keys.add(a.keyword.value)
+                elif isinstance(a.value, cst.Dict):
+                    for e in a.value.elements:
+                        if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString):
+                            keys.add(str(e.key.evaluated_value))
+    d.config_count = -1 if generated else count
+    d.config_keys = sorted(keys)
+
+
 class _KernelVisitor(Walker):
     def __init__(self, facts: KernelFacts, aliases: Aliases, offset: int, positions) -> None:
         self.pos = positions
@@ -421,27 +440,8 @@ class _KernelVisitor(Walker):
             if a.keyword and a.keyword.value == "key" and isinstance(a.value, (cst.List, cst.Tuple)):
                 d.list_items += [code(e.value) for e in a.value.elements]
             if a.keyword and a.keyword.value == "configs" or (name == "triton.autotune" and a.keyword is None):
-                self._configs(a.value, d)
+                _read_configs(a.value, d)
         return d
-
-    def _configs(self, value: cst.BaseExpression, d: Decorator) -> None:
-        keys: set[str] = set()
-        count = 0
-        generated = False
-
-        generated = bool(descendants(value, (cst.ListComp, cst.GeneratorExp)))
-        for node in descendants(value, cst.Call):
-            if dotted(node.func).split(".")[-1] == "Config":
-                count += 1
-                for a in node.args:
-                    if a.keyword is not None:
-                        keys.add(a.keyword.value)
-                    elif isinstance(a.value, cst.Dict):
-                        for e in a.value.elements:
-                            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString):
-                                keys.add(str(e.key.evaluated_value))
-        d.config_count = -1 if generated else count
-        d.config_keys = sorted(keys)
 
     def visit_For(self, node: cst.For) -> bool:
         kind, args, kwargs = "iter", [], {}
@@ -691,6 +691,7 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
     kernels: list[cst.FunctionDef] = []
     grid_funcs: set[str] = set()
     constants: dict[str, str] = {}
+    constant_nodes: dict[str, cst.BaseExpression] = {}
 
     def walk(body) -> None:
         for stmt in body:
@@ -702,6 +703,7 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
                           and isinstance(getattr(s, "target", None) or s.targets[0].target, cst.Name)):
                         target = s.target if isinstance(s, cst.AnnAssign) else s.targets[0].target
                         constants[target.value] = code(s.value, 200)
+                        constant_nodes[target.value] = s.value
             elif isinstance(stmt, cst.FunctionDef):
                 if is_kernel(stmt, aliases):
                     kernels.append(stmt)
@@ -749,6 +751,10 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
         facts.module_calls = {c: 0 for c in sorted(host.calls)}
         facts.module_constants = {n: v for n, v in constants.items() if n in facts.names}
         facts.backend_hint = hint
+        for d in facts.decorators:  # `@triton.autotune(configs=CONFIGS, ...)`: read the list
+            ref = d.kwargs.get("configs", "")
+            if d.name == "triton.autotune" and not d.config_keys and ref in constant_nodes:
+                _read_configs(constant_nodes[ref], d)
         out.append(facts)
     return out
 

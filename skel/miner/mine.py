@@ -182,6 +182,22 @@ def detect(kernel) -> list[str]:
     return [s.id for s in all_skeletons() if s.present.holds(kernel)]
 
 
+def tag(kernel) -> tuple[list[str], list[str]]:
+    """(techniques the kernel uses, skeletons that would be suggested for it). The second
+    list lets the retriever tell a skeleton that fits one kernel in a hundred from one that
+    fits every other kernel (see `specificity` in skel/retriever/suggest.py)."""
+    from skel.skeletons.registry import all_skeletons
+
+    uses, fits = [], []
+    for s in all_skeletons():
+        a = s.assess(kernel)
+        if a.present is not None:
+            uses.append(s.id)
+        elif a.applies:
+            fits.append(s.id)
+    return uses, fits
+
+
 def test_map(tests: list[SourceFile]) -> list[tuple[str, set[str], set[str]]]:
     out = []
     for t in tests:
@@ -270,11 +286,12 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
             seen: Counter = Counter()
             for k in kernels:
                 seen[k.name] += 1
+                uses, fits = tag(k)
                 rid = hashlib.sha1(f"{source}\0{f.rel}\0{k.name}\0{seen[k.name]}".encode()).hexdigest()
                 records.append(KernelRecord(
                     id=rid, source=source, version=version, file=f.rel, function=k.name,
                     line_start=k.line_start, line_end=k.line_end, content_hash=f.digest,
-                    techniques=detect(k), tests=covering_tests(module, launchers, tests),
+                    techniques=uses, applicable=fits, tests=covering_tests(module, launchers, tests),
                     tokens=k.tokens(), text=k.text(),
                 ))
         if records:

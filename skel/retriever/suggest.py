@@ -13,8 +13,11 @@
    - ``facts``:      best structural-token overlap (Jaccard) with a mined kernel that
                      uses the technique;
    - ``prevalence``: how many mined kernels use it, log-scaled, across repositories;
-   - ``specificity``: how many precondition facts matched (a skeleton whose
-                     preconditions single the kernel out says more than a generic one);
+   - ``specificity``: how many precondition facts matched, with lines;
+   - ``rarity``:     1 - the share of mined kernels the skeleton would also be suggested
+                     for: preconditions that single out one kernel in a hundred say more
+                     about this kernel than ones that hold for every other kernel (the
+                     IDF of a suggestion);
    - ``bound``:      the technique addresses the profile's bottleneck (``--bound``);
    - ``verified``:   verification evidence exists and showed a speedup.
 
@@ -34,8 +37,8 @@ from skel.skeletons.base import BOUNDS, Target
 # num_stages) that fire on most kernels above specific ones. `specificity` is evidence
 # about *this* kernel (how many precondition facts it matched, with lines). So the
 # kernel-independent prior gets the smaller weight and the kernel's own evidence the larger.
-WEIGHTS = {"support": 0.35, "facts": 0.2, "prevalence": 0.05, "specificity": 0.2, "bound": 0.15,
-           "verified": 0.05}
+WEIGHTS = {"support": 0.3, "facts": 0.2, "prevalence": 0.05, "specificity": 0.1, "rarity": 0.15,
+           "bound": 0.15, "verified": 0.05}
 NEIGHBOURS = 40
 
 
@@ -173,7 +176,8 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
     else:
         result.notes.append("the knowledge base holds no mined kernels yet: ranking uses the catalog "
                             "only and shows no locations (run `skel mine`)")
-    max_count = max((v["kernels"] for v in stats.values()), default=0)
+    mined_total = stats.get("_total", {}).get("kernels", 0)
+    max_count = max((v["kernels"] for t, v in stats.items() if t != "_total"), default=0)
     query_tokens = set(kf.tokens())
     sims = [(n, max(0.0, 1.0 - (n.distance or 0.0))) for n in neighbours]
     sim_total = sum(s for _, s in sims) or 1.0
@@ -187,6 +191,8 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
         count = stats.get(sid, {}).get("kernels", 0)
         prevalence = math.log1p(count) / math.log1p(max_count) if max_count else 0.0
         specificity = min(1.0, sum(1 for h in a.matched if h.lines) / 3.0)
+        fits = stats.get(sid, {}).get("applicable")
+        rarity = 1.0 - fits / mined_total if mined_total and fits is not None else 0.5
         if bound is None:
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
@@ -194,7 +200,7 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
         verified = kb.evidence(sid) if kb is not None else []
         good = [v for v in verified if v.get("passed") and float(v.get("speedup", 0)) > 1.0]
         components = {"support": support, "facts": facts, "prevalence": prevalence,
-                      "specificity": specificity, "bound": bound_score, "verified": 1.0 if good else 0.0}
+                      "specificity": specificity, "rarity": rarity, "bound": bound_score, "verified": 1.0 if good else 0.0}
         score = sum(WEIGHTS[c] * v for c, v in components.items())
 
         evidence = _locations(users, kb, sid) if kb is not None and total else []

@@ -67,6 +67,7 @@ class KernelRecord:
     text: str
     embedding: list[float] | None = None
     distance: float | None = None  # filled by `similar`
+    applicable: list[str] = field(default_factory=list)  # skeletons whose preconditions hold
 
     @property
     def location(self) -> str:
@@ -77,6 +78,7 @@ class KernelRecord:
             "source": self.source, "version": self.version, "file": self.file,
             "function": self.function, "line_start": self.line_start, "line_end": self.line_end,
             "content_hash": self.content_hash, "techniques": "," + ",".join(self.techniques) + ",",
+            "applicable": "," + ",".join(self.applicable) + ",",
             "tests": "\n".join(self.tests)[:4000], "tokens": " ".join(self.tokens)[:8000],
         }
         for t in self.techniques:
@@ -90,6 +92,7 @@ class KernelRecord:
             function=md["function"], line_start=int(md["line_start"]), line_end=int(md["line_end"]),
             content_hash=md["content_hash"],
             techniques=[t for t in md.get("techniques", "").split(",") if t],
+            applicable=[t for t in md.get("applicable", "").split(",") if t],
             tests=[t for t in md.get("tests", "").split("\n") if t],
             tokens=md.get("tokens", "").split(), text=doc or "", distance=distance,
         )
@@ -274,14 +277,19 @@ class KnowledgeBase:
         return json.loads(got["metadatas"][0]["stats"]) if got["ids"] else {}
 
     def recompute_stats(self) -> dict[str, dict]:
-        stats: dict[str, dict] = {}
+        """technique id -> {"kernels": uses it, "sources": [...], "applicable": would be
+        suggested}, plus "_total": {"kernels": n} for the whole store."""
+        stats: dict[str, dict] = {"_total": {"kernels": 0}}
         res = self._col("kernels").get(include=["metadatas"])
         for md in res["metadatas"]:
+            stats["_total"]["kernels"] += 1
             for t in filter(None, md.get("techniques", "").split(",")):
-                entry = stats.setdefault(t, {"kernels": 0, "sources": []})
+                entry = stats.setdefault(t, {"kernels": 0, "sources": [], "applicable": 0})
                 entry["kernels"] += 1
                 if md["source"] not in entry["sources"]:
                     entry["sources"].append(md["source"])
+            for t in filter(None, md.get("applicable", "").split(",")):
+                stats.setdefault(t, {"kernels": 0, "sources": [], "applicable": 0})["applicable"] += 1
         self.put_stats(stats)
         return stats
 
