@@ -55,6 +55,8 @@ def cache_dir(location: str | None = None) -> Path:
 class KernelRecord:
     id: str
     source: str
+    # the source's version when this file's content was last mined: a file unchanged by a
+    # later release keeps the version it was first seen in (its code is there verbatim)
     version: str
     file: str
     function: str
