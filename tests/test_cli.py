@@ -147,3 +147,55 @@ def test_bundled_example_runs():
     r = run_skel("suggest", str(ROOT / "examples" / "row_softmax.py"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "online-softmax" in r.stdout
+
+
+def test_ctrl_c_during_mine_exits_130_and_a_rerun_completes(tmp_path):
+    """A real SIGINT half way through `skel mine`: exit 130, a consistent store, and the
+    same command finishes the job."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = tmp_path / "repo"
+    for i in range(120):  # three store batches of 48 files
+        write(repo / f"k{i}.py", FP32_DOT.replace("solve_kernel", f"solve_kernel_{i}"))
+    store = tmp_path / "store"
+    marker = tmp_path / "second-batch"
+    # The CLI as users run it, with the embedder slowed down at the second batch so the
+    # signal lands after one batch is stored and before the next is (no timing guesswork).
+    code = f"""
+import sys, time
+from skel.embed import HashEmbedder
+calls = []
+orig = HashEmbedder.embed
+def slow(self, texts):
+    calls.append(1)
+    if len(calls) == 2:
+        open({str(marker)!r}, "w").close()
+        time.sleep(60)
+    return orig(self, texts)
+HashEmbedder.embed = slow
+sys.argv = ["skel", "mine", {str(repo)!r}, "--store", {str(store)!r}, "--source", "demo", "--jobs", "1"]
+from skel.cli import main
+main()
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ))
+    deadline = time.time() + 120
+    while not marker.exists():
+        assert time.time() < deadline and proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "run the same command again" in err
+    info = json.loads(run_skel("store", "info", "--store", str(store), "--json").stdout)
+    assert info["sources"][0]["state"] == "mining" and info["kernels"] == 48
+    r = run_skel("mine", str(repo), "--store", str(store), "--source", "demo", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["kernels"] == 120 and report["unchanged"] == 48, "the first batch is not redone"
+    info = json.loads(run_skel("store", "info", "--store", str(store), "--json").stdout)
+    assert info["sources"][0]["state"] == "complete" and info["kernels"] == 120
