@@ -89,6 +89,7 @@ class Launch:
     # `torch.cuda.get_device_capability` that picks this launch's block sizes)
     host_calls: list[str] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)  # identifiers read in that function
+    star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
 
 
 @dataclass
@@ -663,6 +664,7 @@ class _HostVisitor(Walker):
                     grid_is_callable=isinstance(grid_node, cst.Lambda) or (
                         isinstance(grid_node, cst.Name) and grid_node.value in self.grid_funcs),
                     kwargs=kwargs, host_function=self.function,
+                    star_kwargs=[code(a.value) for a in node.args if a.star == "**"],
                 ))
         else:
             name = self.al.canonical(dotted(func))

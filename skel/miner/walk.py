@@ -21,7 +21,7 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
 TEST_FILE = re.compile(r"(^test_.*\.py$)|(.*_test\.py$)|(^conftest\.py$)")
 
 #: Bump when facts extraction changes, so cached facts are recomputed.
-EXTRACTOR_VERSION = "7"
+EXTRACTOR_VERSION = "8"
 
 
 @dataclass

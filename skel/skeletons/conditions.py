@@ -68,7 +68,11 @@ class Condition:
         def test(k: KernelFacts) -> list[Hit] | None:
             return [] if self.test(k) is None else None
 
-        return Condition(f"~{self.name}", f"no {self.describe}", test)
+        text = self.describe
+        for article in ("a ", "an "):  # "no a `tl.dot`" reads badly: "no `tl.dot`"
+            if text.startswith(article):
+                text = text[len(article):]
+        return Condition(f"~{self.name}", f"no {text}", test)
 
 
 def _kw_matches(call: Call, kw: str | None, value: str | re.Pattern | None,
@@ -259,6 +263,15 @@ def all_of(*conds: Condition) -> Condition:
 
 
 ALWAYS = Condition("always", "any kernel", lambda k: [])
+
+#: Launch meta-parameters unpacked from a dict (`kernel[grid](..., **config)`): they come
+#: from an offline-tuned table or a dispatcher, so launch-tuning techniques are already
+#: handled elsewhere (and static code cannot see their values).
+LAUNCH_CONFIG_DICT = Condition(
+    "launch-config-dict", "a launch taking its meta-parameters from a dict (`**config`)",
+    lambda k: ([Hit("launch-config-dict", "a launch taking its meta-parameters from a dict (`**config`)",
+                    tuple(ln.line for ln in k.launches if ln.star_kwargs))]
+               if any(ln.star_kwargs for ln in k.launches) else None))
 
 
 # --- dtype helpers shared by precision skeletons ----------------------------------------

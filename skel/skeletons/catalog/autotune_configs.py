@@ -25,6 +25,8 @@ measures instead of guessing. FLA autotunes ~190 kernels and Liger 13 (technique
 - its launch shapes repeat (training steps, fixed model dims), so tuning is paid once.
 
 ## Does not apply when
+- the launch unpacks its meta-parameters from a dict (`kernel[grid](..., **config)`): they
+  come from an offline-tuned table or a dispatcher already, and their values are not visible;
 - the kernel updates memory in place or uses atomics: every trial would re-apply the
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture
@@ -45,7 +47,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, decorated
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, decorated
 
 # --- shared helpers for the tuning skeletons ------------------------------------------
 
@@ -310,7 +312,7 @@ SKELETON = Skeleton(
     category=Category.TUNING,
     doc=__doc__,
     present=AUTOTUNED,
-    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, TILE_WORK, ~ACCUMULATES],
+    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, TILE_WORK, ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("compute", "memory", "occupancy"),
     before='''

@@ -25,6 +25,8 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
 - the code must run well on more than one architecture or vendor.
 
 ## Does not apply when
+- the launch unpacks its meta-parameters from a dict (`kernel[grid](..., **config)`): they
+  come from an offline-tuned table or a dispatcher already, and their values are not visible;
 - the kernel is autotuned (use `autotune-configs` with pruning instead);
 - it only ever runs on one known GPU (the literal is already the tuned value);
 - the tile size is fixed by the algorithm (chunk size shared with other kernels, a block
@@ -48,7 +50,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.catalog.autotune_configs import AUTOTUNED, TILE_NAME
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom
 
 #: hardware / architecture queries (SM counts are left out: they size persistent grids,
 #: a different technique; TF32/gather support flags choose features, not launch configs)
@@ -101,7 +103,7 @@ SKELETON = Skeleton(
     category=Category.HOST,
     doc=__doc__,
     present=TIERED_LAUNCH,
-    preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH],
+    preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("occupancy", "memory", "compute"),
     before='''

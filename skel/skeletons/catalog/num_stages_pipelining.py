@@ -24,6 +24,8 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - no `num_stages` is set anywhere (configs, launch, or loop).
 
 ## Does not apply when
+- the launch unpacks its meta-parameters from a dict (`kernel[grid](..., **config)`): they
+  come from an offline-tuned table or a dispatcher already, and their values are not visible;
 - the loop is a `tl.static_range` (unrolled, nothing to pipeline) or a `while` loop;
 - each iteration's load address depends on the previous iteration's result (pointer
   chasing, data-dependent indices): nothing can be issued ahead;
@@ -46,7 +48,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.catalog.autotune_configs import autotune_config_keys
-from skel.skeletons.conditions import custom, launched_with, loop
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom, launched_with, loop
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
@@ -111,7 +113,7 @@ SKELETON = Skeleton(
     category=Category.TUNING,
     doc=__doc__,
     present=STAGES_SET,
-    preconditions=[PIPELINABLE_LOOP],
+    preconditions=[PIPELINABLE_LOOP, ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("memory", "latency"),
     before='''
