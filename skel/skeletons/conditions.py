@@ -264,14 +264,22 @@ def all_of(*conds: Condition) -> Condition:
 
 ALWAYS = Condition("always", "any kernel", lambda k: [])
 
-#: Launch meta-parameters unpacked from a dict (`kernel[grid](..., **config)`): they come
-#: from an offline-tuned table or a dispatcher, so launch-tuning techniques are already
-#: handled elsewhere (and static code cannot see their values).
+#: Launch meta-parameters unpacked from a config dict (`kernel[grid](..., **config)`): in
+#: serving code that dict comes from an offline-tuned table or a dispatcher, so
+#: launch-tuning techniques are handled already (and static code cannot see the values).
+#: Only a dict *named* as a config counts: a plain `**kwargs` is usually a few hand-set
+#: values (Liger's DyT launcher), which is exactly what autotuning replaces.
+_CONFIG_DICT = re.compile(r"(?i)conf|cfg")
+
+
+def _config_dict_launches(k) -> list[int]:
+    return [ln.line for ln in k.launches if any(_CONFIG_DICT.search(x) for x in ln.star_kwargs)]
+
+
 LAUNCH_CONFIG_DICT = Condition(
-    "launch-config-dict", "a launch taking its meta-parameters from a dict (`**config`)",
-    lambda k: ([Hit("launch-config-dict", "a launch taking its meta-parameters from a dict (`**config`)",
-                    tuple(ln.line for ln in k.launches if ln.star_kwargs))]
-               if any(ln.star_kwargs for ln in k.launches) else None))
+    "launch-config-dict", "a launch taking its meta-parameters from a config dict (`**config`)",
+    lambda k: ([Hit("launch-config-dict", "a launch taking its meta-parameters from a config dict (`**config`)",
+                    tuple(_config_dict_launches(k)))] if _config_dict_launches(k) else None))
 
 
 # --- dtype helpers shared by precision skeletons ----------------------------------------

@@ -25,8 +25,9 @@ measures instead of guessing. FLA autotunes ~190 kernels and Liger 13 (technique
 - its launch shapes repeat (training steps, fixed model dims), so tuning is paid once.
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a dict (`kernel[grid](..., **config)`): they
-  come from an offline-tuned table or a dispatcher already, and their values are not visible;
+- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
+  they come from an offline-tuned table or a dispatcher already, and their values are not
+  visible (a plain `**kwargs` of hand-set values does not count);
 - the kernel updates memory in place or uses atomics: every trial would re-apply the
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture

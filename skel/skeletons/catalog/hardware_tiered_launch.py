@@ -25,8 +25,9 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
 - the code must run well on more than one architecture or vendor.
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a dict (`kernel[grid](..., **config)`): they
-  come from an offline-tuned table or a dispatcher already, and their values are not visible;
+- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
+  they come from an offline-tuned table or a dispatcher already, and their values are not
+  visible (a plain `**kwargs` of hand-set values does not count);
 - the kernel is autotuned (use `autotune-configs` with pruning instead);
 - it only ever runs on one known GPU (the literal is already the tuned value);
 - the tile size is fixed by the algorithm (chunk size shared with other kernels, a block

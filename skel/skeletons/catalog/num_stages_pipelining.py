@@ -24,8 +24,9 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - no `num_stages` is set anywhere (configs, launch, or loop).
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a dict (`kernel[grid](..., **config)`): they
-  come from an offline-tuned table or a dispatcher already, and their values are not visible;
+- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
+  they come from an offline-tuned table or a dispatcher already, and their values are not
+  visible (a plain `**kwargs` of hand-set values does not count);
 - the loop is a `tl.static_range` (unrolled, nothing to pipeline) or a `while` loop;
 - each iteration's load address depends on the previous iteration's result (pointer
   chasing, data-dependent indices): nothing can be issued ahead;
