@@ -20,8 +20,9 @@ kernel's own runtime is comparable to that gap. Large kernels see no benefit.
 - the kernel is a small, latency-bound launched kernel: a 1-D or 2-D grid (a row, or
   batch × head: `tl.program_id(0)` / `tl.program_id(1)` only), no loop over a runtime
   length, no `tl.dot`;
-- it is not a backward/gradient kernel (PDL pays off in inference decode chains, not in
-  training steps dominated by large kernels);
+- it is not a backward/gradient kernel, and its file defines no autograd Function (no
+  `ctx.save_for_backward`): PDL pays off in inference decode chains, not in training ops
+  launched over every token of a step (row norms, activations, losses);
 - target: NVIDIA sm_90+ (Hopper, Blackwell) with a Triton that has the GDC intrinsics
   and `launch_pdl` (Triton 3.3 or newer — approximate; check `triton.language.extra.cuda`).
 
@@ -88,6 +89,12 @@ DOT = calls("tl.dot", name="dot", describe="`tl.dot` call")
 BACKWARD_KERNEL = custom("backward-kernel", "backward/gradient kernel (name has bwd/backward/grad)",
                          lambda k: [k.line_start] if _BACKWARD.fullmatch(k.name) else None)
 
+# A file that defines autograd Functions (`ctx.save_for_backward`) holds training ops:
+# launched once per layer per step over all tokens, not chained small decode kernels.
+TRAINING_OP_FILE = custom(
+    "training-op-file", "a file of training ops (it calls `ctx.save_for_backward`)",
+    lambda k: True if any(c.endswith("save_for_backward") for c in k.module_calls) else None)
+
 SKELETON = Skeleton(
     id="launch-pdl",
     title="Programmatic Dependent Launch (launch_pdl + gdc_wait)",
@@ -95,7 +102,7 @@ SKELETON = Skeleton(
     category=Category.HOST,
     doc=__doc__,
     present=PDL_USED,
-    preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL],
+    preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
     helps=("latency",),
     before='''
