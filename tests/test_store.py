@@ -116,3 +116,12 @@ def test_shared_server_store_behaves_like_local(tmp_path, chroma_server, hash_em
 def test_unreachable_server_is_a_clear_error():
     with pytest.raises(StoreError, match="cannot open store"):
         KnowledgeBase.open(f"http://127.0.0.1:{_free_port()}")
+
+
+def test_evidence_by_skeleton_groups_every_record(kb):
+    kb.add_evidence("e1", "online-softmax", {"speedup": 1.9, "passed": True})
+    kb.add_evidence("e2", "online-softmax", {"speedup": 1.1, "passed": True})
+    kb.add_evidence("e3", "split-k-reduction", {"speedup": 0.9, "passed": False})
+    grouped = kb.evidence_by_skeleton()
+    assert sorted(len(v) for v in grouped.values()) == [1, 2]
+    assert grouped["split-k-reduction"][0]["passed"] is False

@@ -175,13 +175,6 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
 
 # --- techniques and tests ----------------------------------------------------------------
 
-def detect(kernel) -> list[str]:
-    """Ids of the catalog techniques a kernel already uses."""
-    from skel.skeletons.registry import all_skeletons
-
-    return [s.id for s in all_skeletons() if s.present.holds(kernel)]
-
-
 def tag(kernel) -> tuple[list[str], list[str]]:
     """(techniques the kernel uses, skeletons that would be suggested for it). The second
     list lets the retriever tell a skeleton that fits one kernel in a hundred from one that

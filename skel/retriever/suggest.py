@@ -182,7 +182,10 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
     sims = [(n, max(0.0, 1.0 - (n.distance or 0.0))) for n in neighbours]
     sim_total = sum(s for _, s in sims) or 1.0
 
+    # one read of the verification evidence for all skeletons, not one query per candidate
+    verified_by_id = kb.evidence_by_skeleton() if kb is not None else {}
     out: list[Suggestion] = []
+    users_by_id: dict[str, list] = {}
     for a in candidates:
         sid = a.skeleton.id
         users = [(n, s) for n, s in sims if sid in n.techniques]
@@ -197,23 +200,26 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
             bound_score = 1.0 if bound in a.skeleton.helps else 0.0
-        verified = kb.evidence(sid) if kb is not None else []
+        verified = verified_by_id.get(sid, [])
         good = [v for v in verified if v.get("passed") and float(v.get("speedup", 0)) > 1.0]
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score, "verified": 1.0 if good else 0.0}
         score = sum(WEIGHTS[c] * v for c, v in components.items())
 
-        evidence = _locations(users, kb, sid) if kb is not None and total else []
+        users_by_id[sid] = users
         out.append(Suggestion(
             id=sid, title=a.skeleton.title, summary=a.skeleton.summary,
             category=a.skeleton.category.value, status=a.skeleton.status.value, score=round(score, 4),
             components={c: round(v, 3) for c, v in components.items()},
-            why=[str(h) for h in a.matched], caveats=a.env_notes, evidence=evidence,
+            why=[str(h) for h in a.matched], caveats=a.env_notes, evidence=[],
             occurrences=count, sources=stats.get(sid, {}).get("sources", []), verified=verified,
             before=a.skeleton.before.strip("\n"), after=a.skeleton.after.strip("\n"),
         ))
     out.sort(key=lambda s: (-s.score, s.id))
     result.suggestions = out[:k]
+    if kb is not None and total:  # locations only for what is shown: they may cost store reads
+        for s in result.suggestions:
+            s.evidence = _locations(users_by_id[s.id], kb, s.id)
     return result
 
 

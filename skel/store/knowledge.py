@@ -305,6 +305,13 @@ class KnowledgeBase:
         res = self._col("evidence").get(where={"skeleton": skeleton_id}, include=["metadatas"])
         return list(res["metadatas"])
 
+    def evidence_by_skeleton(self) -> dict[str, list[dict[str, Any]]]:
+        """All verification records, grouped by skeleton id (one read for a whole ranking)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for md in self._col("evidence").get(include=["metadatas"])["metadatas"]:
+            out.setdefault(md["skeleton"], []).append(md)
+        return out
+
     def info(self) -> dict[str, Any]:
         return {
             "location": self.location, "schema": SCHEMA_VERSION, "kernels": self.count(),
