@@ -54,7 +54,7 @@ def timed(fn, repeat: int) -> tuple[list[float], object]:
 
 def kernel_files(roots: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     from skel.miner import walk
-    from skel.miner.facts import KERNEL_HINT
+    from skel.kernels.triton import KERNEL_HINT
 
     files = []
     for root, prefix in roots:
@@ -75,7 +75,7 @@ def main() -> None:
 
     import libcst
 
-    from skel.miner.facts import extract_file
+    from skel.kernels.triton import extract_file
     from skel.miner.mine import mine, resolve_package
     from skel.store.knowledge import KnowledgeBase
 

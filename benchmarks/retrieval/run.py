@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from skel.embed import HashEmbedder, default_embedder
-    from skel.miner.facts import extract_file
+    from skel.kernels.triton import extract_file
     from skel.retriever.suggest import suggest_for
     from skel.skeletons.registry import all_skeletons
 

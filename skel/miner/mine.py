@@ -91,12 +91,21 @@ def git_version(root: Path) -> str | None:
 # --- facts, cached by content hash -----------------------------------------------------
 
 def _extract(job: tuple[str, str]) -> tuple[str, list[dict] | str]:
-    """Worker: facts of one file as dicts, or an error string. Never raises."""
+    """Worker: one file's kernels — facts, the techniques each uses and the skeletons that
+    would be suggested for it — or an error string. Never raises.
+
+    Tagging happens here, beside the parse, because conditions read the data-flow view
+    built from the parsed tree: the file is parsed once, and only plain data crosses the
+    process boundary and lands in the cache."""
     rel, text = job
-    from skel.miner.facts import ParseError, extract_file
+    from skel.kernels.triton import ParseError, extract_file
 
     try:
-        return rel, [k.to_dict() for k in extract_file(text, rel)]
+        out = []
+        for k in extract_file(text, rel):
+            uses, fits = tag(k)
+            out.append({"facts": k.to_dict(), "uses": uses, "fits": fits})
+        return rel, out
     except ParseError as exc:
         return rel, f"syntax error: {exc}"
     except RecursionError:
@@ -106,13 +115,25 @@ def _extract(job: tuple[str, str]) -> tuple[str, list[dict] | str]:
 
 
 class FactsCache:
+    """Each file's extraction and tags by content, on local disk. An entry is keyed by the
+    file's digest (which includes the extractor's version) and the catalog's fingerprint,
+    since it holds what the skeletons detected too."""
+
     def __init__(self, root: Path | None) -> None:
+        from skel.skeletons.registry import catalog_fingerprint
+
         self.root = root / "facts" if root else None
+        self.salt = catalog_fingerprint().encode()
+
+    def _path(self, digest: str) -> Path:
+        assert self.root is not None
+        key = hashlib.sha1(self.salt + b"\0" + digest.encode()).hexdigest()
+        return self.root / key[:2] / f"{key}.json"
 
     def get(self, digest: str) -> list[dict] | str | None:
         if not self.root:
             return None
-        p = self.root / digest[:2] / f"{digest}.json"
+        p = self._path(digest)
         try:
             return json.loads(p.read_text())
         except (OSError, ValueError):
@@ -121,7 +142,7 @@ class FactsCache:
     def put(self, digest: str, value: list[dict] | str) -> None:
         if not self.root:
             return
-        p = self.root / digest[:2] / f"{digest}.json"
+        p = self._path(digest)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_suffix(f".{os.getpid()}.tmp")
@@ -213,7 +234,7 @@ def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
 def mine(root: Path, kb, *, source: str | None = None, version: str | None = None,
          rel_prefix: str = "", jobs: int | None = None, embedder=None,
          cache_root: Path | None = None, progress: Progress | None = None) -> MineReport:
-    from skel.miner.facts import KernelFacts
+    from skel.kernels.model import KernelFacts
     from skel.store.knowledge import KernelRecord, SourceRecord
 
     t0 = time.perf_counter()
@@ -264,7 +285,7 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
         if isinstance(value, str):
             report.skipped.append(Skipped(f.rel, value))
             value = []
-        writes.append((f, [KernelFacts.from_dict(d) for d in value]))
+        writes.append((f, [(KernelFacts.from_dict(d["facts"]), d["uses"], d["fits"]) for d in value]))
 
     if removed:
         kb.delete_kernels({"$and": [{"source": source}, {"file": {"$in": removed}}]})
@@ -275,11 +296,10 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
         records: list[KernelRecord] = []
         for f, kernels in batch:
             module = walk.module_name(f.rel)
-            launchers = {ln.host_function for k in kernels for ln in k.launches if ln.host_function}
+            launchers = {ln.host_function for k, _, _ in kernels for ln in k.launches if ln.host_function}
             seen: Counter = Counter()
-            for k in kernels:
+            for k, uses, fits in kernels:
                 seen[k.name] += 1
-                uses, fits = tag(k)
                 rid = hashlib.sha1(f"{source}\0{f.rel}\0{k.name}\0{seen[k.name]}".encode()).hexdigest()
                 records.append(KernelRecord(
                     id=rid, source=source, version=version, file=f.rel, function=k.name,
@@ -321,6 +341,6 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
 
 
 def walk_hint(text: str) -> bool:
-    from skel.miner.facts import KERNEL_HINT
+    from skel.kernels.triton import KERNEL_HINT
 
     return bool(KERNEL_HINT.search(text))

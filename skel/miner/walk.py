@@ -20,8 +20,6 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
              ".mypy_cache", ".pytest_cache", ".eggs", "build", "dist", "site-packages"}
 TEST_FILE = re.compile(r"(^test_.*\.py$)|(.*_test\.py$)|(^conftest\.py$)")
 
-#: Bump when facts extraction changes, so cached facts are recomputed.
-EXTRACTOR_VERSION = "8"
 
 
 @dataclass
@@ -39,7 +37,9 @@ class Skipped:
 
 
 def digest(data: bytes) -> str:
-    return hashlib.sha1(EXTRACTOR_VERSION.encode() + b"\0" + data).hexdigest()
+    from skel.kernels import extractor_version  # derived from the extractor's sources
+
+    return hashlib.sha1(extractor_version().encode() + b"\0" + data).hexdigest()
 
 
 def discover(root: Path) -> Iterator[SourceFile | Skipped]:

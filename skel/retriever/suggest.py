@@ -97,7 +97,7 @@ class KernelResult:
 
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
-    from skel.miner.facts import ParseError, extract_file
+    from skel.kernels.triton import ParseError, extract_file
 
     p = Path(path)
     if not p.exists():

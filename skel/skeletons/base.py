@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from skel.skeletons.conditions import ALWAYS, Condition, Hit
 
 if TYPE_CHECKING:
-    from skel.miner.facts import KernelFacts
+    from skel.kernels.model import KernelFacts
 
 DOC_HEADINGS = ("What it does", "Why it is faster", "Applies when", "Does not apply when", "References")
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -17,8 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from skel.kernels import dtypes
+
 if TYPE_CHECKING:  # facts pull in libcst; conditions only read plain dataclasses
-    from skel.miner.facts import Call, KernelFacts
+    from skel.kernels.model import Call, KernelFacts
 
 
 @dataclass(frozen=True)
@@ -286,16 +288,7 @@ LAUNCH_CONFIG_DICT = Condition(
 
 def operand_dtype(arg: str, k: KernelFacts) -> str:
     """Best-effort dtype of a ``tl.dot`` operand's source text: fp32, lowp, fp8 or ''."""
-    text = arg.strip()
-    if ".to(" in text or "tl." in text:
-        if "float8" in text:
-            return "fp8"
-        if "tl.float32" in text:
-            return "fp32"
-        if any(s in text for s in ("float16", "bfloat16", ".dtype", "element_ty")):
-            return "lowp"
-    base = re.match(r"[A-Za-z_]\w*", text)
-    return k.var_dtypes.get(base.group(0), "") if base else ""
+    return dtypes.operand_dtype(arg, k.var_dtypes)
 
 
 def dot_operands_fp32(call: Call, k: KernelFacts) -> bool:

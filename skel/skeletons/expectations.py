@@ -29,7 +29,7 @@ class Expectation:
 
 
 def read(path: Path) -> list[Expectation]:
-    from skel.miner.facts import extract_file
+    from skel.kernels.triton import extract_file
 
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
@@ -47,6 +47,6 @@ def read(path: Path) -> list[Expectation]:
 
 
 def kernels_by_name(path: Path) -> dict:
-    from skel.miner.facts import extract_file
+    from skel.kernels.triton import extract_file
 
     return {k.name: k for k in extract_file(path.read_text(encoding="utf-8"), str(path))}

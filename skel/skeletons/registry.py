@@ -54,9 +54,11 @@ def catalog_fingerprint() -> str:
     whenever what a skeleton detects may have changed, so mined tags can be refreshed."""
     import hashlib
 
-    h = hashlib.sha1()
+    from skel.kernels import extractor_version
+
+    h = hashlib.sha1(extractor_version().encode())  # the data-flow view lives in skel.kernels
     here = Path(__file__).parent
-    for p in sorted([*here.glob("catalog/*.py"), here / "conditions.py", here / "flow.py", here / "base.py"]):
+    for p in sorted([*here.glob("catalog/*.py"), here / "conditions.py", here / "base.py"]):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 

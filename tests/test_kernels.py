@@ -1,10 +1,11 @@
-"""The extractor: every spelling of a Triton kernel, correct lines, launches, errors."""
+"""The analysis layer: every spelling of a Triton kernel, correct lines, launches, errors; positions
+equal to libcst's own; one parse per kernel; the data-flow view built from that parse."""
 
 from __future__ import annotations
 
 import pytest
 
-from skel.miner.facts import ParseError, extract_file
+from skel.kernels.triton import ParseError, extract_file
 
 SPELLINGS = '''
 import triton
@@ -115,7 +116,7 @@ def test_no_kernel_and_syntax_error():
 
 
 def test_round_trip_through_dict(kernels):
-    from skel.miner.facts import KernelFacts
+    from skel.kernels.model import KernelFacts
 
     k = kernels["stacked"]
     assert KernelFacts.from_dict(k.to_dict()) == k
@@ -146,7 +147,7 @@ def k(x_ptr, N, B: tl.constexpr):
     ("mykernels/k.py", "import torch_npu\n", "npu"),
 ])
 def test_backend_hint(path, source, hint):
-    from skel.miner.facts import backend_hint
+    from skel.kernels.triton import backend_hint
 
     assert backend_hint(path, source) == hint
 
@@ -182,3 +183,89 @@ def k(x_ptr, K, BK: tl.constexpr):
     (kf,) = extract_file(src)
     d = kf.decorator("triton.autotune")
     assert d.config_count == -1 and set(d.config_keys) == {"BK", "num_warps", "num_stages"}
+
+
+# --- positions, one parse, the data-flow view --------------------------------------------
+
+def _fixture_files():
+    from skel.skeletons.registry import FIXTURES_DIR
+
+    return sorted(FIXTURES_DIR.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", _fixture_files()[::3], ids=lambda p: p.name)
+def test_positions_equal_libcst_position_provider(path):
+    """Our one code-generation pass gives every kernel node the line libcst's own
+    PositionProvider gives it (checked node by node), and the text its code_for_node gives."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from skel.kernels.positions import Positions
+
+    module = cst.parse_module(path.read_text())
+    theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    empty = cst.Module(body=[])
+    checked = 0
+    for func in (s for s in module.body if isinstance(s, cst.FunctionDef)):
+        ours = Positions(func, module)
+        ours.offset = theirs[func.name].start.line - ours.line(func.name)
+        for node in ours.ranges:
+            if node in theirs:
+                assert (ours.line(node), ours.end_line(node)) == (theirs[node].start.line, theirs[node].end.line)
+                checked += 1
+        for node in [n for n in ours.spans if isinstance(n, cst.BaseExpression)][:400]:
+            # equal but for indentation inside multi-line expressions (we generate a kernel
+            # without its outer indentation); facts only ever use the text squeezed
+            assert ours.source(node).split() == empty.code_for_node(node).split()
+    assert checked > 50
+
+
+def test_one_parse_per_file_on_the_suggest_path(monkeypatch):
+    """`suggest` parses the user's file once: facts, every skeleton's conditions and the
+    data-flow view they read all come from that one tree."""
+    import skel.kernels.triton as triton
+    from skel.retriever.suggest import suggest
+    from skel.skeletons.registry import all_skeletons, fixture_path
+
+    all_skeletons()
+    before = triton.PARSES
+    results = suggest(fixture_path("online-softmax"), None)
+    assert len(results) >= 2  # several kernels, one file
+    assert triton.PARSES - before == 1
+
+
+def test_flow_lines_match_the_source():
+    from skel.kernels.flow import flow_of
+
+    src = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, n, BLOCK):
+        x = tl.load(
+            x_ptr + i + offs,
+            mask=i + offs < n,
+        )
+        if FLAG:
+            acc += x
+        elif n > 4:
+            acc = acc * 2
+        else:
+            acc -= x
+    tl.store(x_ptr + offs, acc)
+'''
+    (kernel,) = extract_file(src, "k.py")
+    fl = flow_of(kernel)
+    (loop,) = fl.loops
+    assert (loop.line, loop.end, loop.kind, loop.targets) == (10, 20, "range", {"i"})
+    load = fl.named("tl.load")[0]
+    assert load.line == 11 and load.targets == ("x",) and load.loops == (loop,)
+    assert fl.text(load.arg(1, "mask")) == "i + offs < n"
+    assert [(d.line, d.op) for d in fl.defs["acc"]] == [(9, "="), (16, "+="), (18, "="), (20, "-=")]
+    store = fl.named("tl.store")[0]
+    assert store.line == 21 and not store.loops

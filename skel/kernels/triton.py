@@ -1,208 +1,33 @@
-"""Facts about Triton kernels, extracted with libcst.
+"""The Triton extractor: Triton kernels in a Python file → the kernel model, from one
+libcst parse.
 
-A *fact* is something a skeleton condition can read without re-parsing: the calls a
-kernel makes (with keyword arguments, loop depth and line), its parameters, its
-decorators (jit, autotune, heuristics), its loops, assignments, names, constants and
-where the host launches it. Both the miner (over whole repositories) and the retriever
-(over the user's kernel) use this one extractor, so a condition sees the same facts in
-both places.
-
-Why the parse is shaped the way it is (platform.md: libcst costs ~124 ms to parse a file
-and ~4x that with position metadata): we parse each kernel-bearing file once, find the
-kernels with a plain visitor, and resolve line positions only for the kernel functions
-themselves by wrapping each one in a small module. Host code never pays for positions.
+Both the miner (over whole repositories) and the retriever (over the user's kernel) use it,
+so a condition sees the same facts in both places. Each kernel-bearing file is parsed once;
+the kernels are found with a plain walk; positions (lines and source text) come from one
+code-generation pass over each kernel function (``skel.kernels.positions``), so host code
+never pays for them; and the parsed kernel stays attached to its facts
+(:class:`skel.kernels.model.Syntax`) for the data-flow view, which therefore never parses
+again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Iterable
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+
+from skel.kernels.dtypes import value_dtype
+from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, Syntax
+from skel.kernels.positions import Positions
+from skel.kernels.tree import Walker, descendants, dotted, name_reads
 
 #: Files not containing this text cannot hold a Triton kernel: skip them before parsing.
 KERNEL_HINT = re.compile(r"\bjit\b")
 
+#: How many times this process has parsed Python source (tests count it: one per file).
+PARSES = 0
+
 _MAX_TEXT = 160
-
-
-@dataclass
-class Call:
-    """One call inside a kernel, e.g. ``tl.dot(a, b, input_precision="tf32x3")``."""
-
-    name: str  # canonical dotted name: "tl.dot", "tl.load", ".to" for methods
-    line: int
-    args: list[str] = field(default_factory=list)  # positional arguments, as source text
-    kwargs: dict[str, str] = field(default_factory=dict)  # keyword -> source text
-    loop_depth: int = 0
-    loop_line: int = 0  # line of the innermost enclosing loop, 0 outside loops
-    receiver: str = ""  # for method calls: the object's source text
-    target: str = ""  # name the call's result is assigned to (innermost assignment), if any
-
-
-@dataclass
-class Loop:
-    line: int
-    end_line: int
-    kind: str  # "range", "tl.range", "tl.static_range", "while", or the iterator call name
-    args: list[str] = field(default_factory=list)
-    kwargs: dict[str, str] = field(default_factory=dict)
-    depth: int = 1
-    targets: list[str] = field(default_factory=list)
-    assigned: list[str] = field(default_factory=list)  # names (re)assigned inside the loop
-
-
-@dataclass
-class Assign:
-    line: int
-    targets: list[str]
-    op: str  # "=", "+=", ...
-    value: str
-    names: list[str]  # identifiers the value reads
-    calls: list[str]  # canonical names of calls in the value
-    loop_depth: int = 0
-    loop_line: int = 0
-
-
-@dataclass
-class Param:
-    name: str
-    annotation: str = ""
-    constexpr: bool = False
-    default: str = ""
-
-
-@dataclass
-class Launch:
-    """A host-side ``kernel[grid](..., num_warps=4)`` launch."""
-
-    kernel: str
-    line: int
-    grid: str
-    grid_is_callable: bool
-    kwargs: dict[str, str] = field(default_factory=dict)
-    host_function: str = ""
-    # canonical names of every call in the launching host function (e.g. the
-    # `torch.cuda.get_device_capability` that picks this launch's block sizes)
-    host_calls: list[str] = field(default_factory=list)
-    host_names: list[str] = field(default_factory=list)  # identifiers read in that function
-    star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
-
-
-@dataclass
-class Decorator:
-    name: str  # canonical: "triton.jit", "triton.autotune", "triton.heuristics", other
-    line: int
-    kwargs: dict[str, str] = field(default_factory=dict)
-    # autotune only: number of triton.Config(...) literal entries (-1 when generated),
-    # and every key named inside the configs (meta-parameters, num_warps, num_stages ...)
-    config_count: int = 0
-    config_keys: list[str] = field(default_factory=list)
-    list_items: list[str] = field(default_factory=list)  # key=[...] / heuristics dict keys
-    spelling: str = ""  # the name as written, when it differs from `name` (wrapper autotuners)
-
-
-@dataclass
-class KernelFacts:
-    name: str
-    path: str
-    line_start: int
-    line_end: int
-    source: str
-    params: list[Param] = field(default_factory=list)
-    decorators: list[Decorator] = field(default_factory=list)
-    calls: list[Call] = field(default_factory=list)
-    loops: list[Loop] = field(default_factory=list)
-    assigns: list[Assign] = field(default_factory=list)
-    names: dict[str, int] = field(default_factory=dict)  # identifier -> first line
-    attributes: dict[str, int] = field(default_factory=dict)  # dotted attribute -> first line
-    constants: dict[str, int] = field(default_factory=dict)  # numeric literal -> first line
-    strings: dict[str, int] = field(default_factory=dict)  # string literal value -> first line
-    ifs: list[dict] = field(default_factory=list)  # {"line", "test", "names", "returns"}
-    returns: list[int] = field(default_factory=list)  # lines of `return` statements
-    launches: list[Launch] = field(default_factory=list)
-    module_calls: dict[str, int] = field(default_factory=dict)  # host calls in the file
-    var_dtypes: dict[str, str] = field(default_factory=dict)  # var -> "fp32"|"lowp"|"fp8"
-    # module-level `NAME = <expr>` assignments (source text), so a keyword passed as a
-    # module constant (`input_precision=DOT_PRECISION`) can be resolved by conditions
-    module_constants: dict[str, str] = field(default_factory=dict)
-    # the accelerator the file is written for when its path or imports say so ("npu",
-    # "mlu", ...); "" when it looks like ordinary CUDA/ROCm Triton
-    backend_hint: str = ""
-
-    # --- convenience queries used by conditions -------------------------------------
-    def calls_named(self, *names: str) -> list[Call]:
-        wanted = set(names)
-        return [c for c in self.calls if c.name in wanted]
-
-    def decorator(self, name: str) -> Decorator | None:
-        for d in self.decorators:
-            if d.name == name:
-                return d
-        return None
-
-    def param(self, name: str) -> Param | None:
-        for p in self.params:
-            if p.name == name:
-                return p
-        return None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "KernelFacts":
-        d = dict(d)
-        d["params"] = [Param(**p) for p in d.get("params", [])]
-        d["decorators"] = [Decorator(**x) for x in d.get("decorators", [])]
-        d["calls"] = [Call(**x) for x in d.get("calls", [])]
-        d["loops"] = [Loop(**x) for x in d.get("loops", [])]
-        d["assigns"] = [Assign(**x) for x in d.get("assigns", [])]
-        d["launches"] = [Launch(**x) for x in d.get("launches", [])]
-        return cls(**d)
-
-    def tokens(self) -> list[str]:
-        """A bag of structural tokens: the kernel's fingerprint for similarity."""
-        out: set[str] = set()
-        out.update("call:" + c.name for c in self.calls)
-        out.update("kw:" + c.name + "." + k for c in self.calls for k in c.kwargs)
-        out.update("loop:" + lp.kind for lp in self.loops)
-        out.update("dec:" + d.name for d in self.decorators)
-        for p in self.params:
-            out.add(("cparam:" if p.constexpr else "param:") + _param_shape(p.name))
-        out.update("attr:" + a for a in self.attributes if a.startswith("tl."))
-        if any(c.loop_depth for c in self.calls_named("tl.load")):
-            out.add("shape:load-in-loop")
-        if any(c.loop_depth for c in self.calls_named("tl.dot")):
-            out.add("shape:dot-in-loop")
-        if self.launches:
-            out.update("launch:" + k for ln in self.launches for k in ln.kwargs)
-        return sorted(out)
-
-    def text(self) -> str:
-        """The document embedded for vector search: name, parameters and structure."""
-        params = " ".join(p.name for p in self.params)
-        calls = " ".join(sorted({c.name for c in self.calls}))
-        loops = " ".join(sorted({lp.kind for lp in self.loops}))
-        decs = " ".join(sorted({d.name for d in self.decorators}))
-        return (
-            f"triton kernel {self.name.replace('_', ' ')}. parameters: {params}. "
-            f"calls: {calls}. loops: {loops or 'none'}. decorators: {decs}."
-        )
-
-
-def _param_shape(name: str) -> str:
-    """Collapse parameter names into families so similar kernels share tokens."""
-    if name.isupper() or name.startswith(("BLOCK", "USE_", "HAS_", "IS_")):
-        return name
-    if name.endswith("_ptr") or name.endswith("ptr"):
-        return "*_ptr"
-    if name.startswith("stride"):
-        return "stride*"
-    return name.lower()
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,13 +106,18 @@ def is_kernel(func: cst.FunctionDef, aliases: Aliases) -> bool:
 _EMPTY = cst.Module(body=[])
 
 
-def code(node: cst.CSTNode, limit: int = _MAX_TEXT) -> str:
-    text = _EMPTY.code_for_node(node)
+def squeeze(text: str, limit: int = _MAX_TEXT) -> str:
+    """Source text on one line (whitespace runs collapsed), cut at ``limit``."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _kwargs(call: cst.Call) -> tuple[list[str], dict[str, str]]:
+def host_code(node: cst.CSTNode, limit: int = _MAX_TEXT) -> str:
+    """Text of a host-side node (no positions are computed for host code)."""
+    return squeeze(_EMPTY.code_for_node(node), limit)
+
+
+def _kwargs(call: cst.Call, code=host_code) -> tuple[list[str], dict[str, str]]:
     args, kwargs = [], {}
     for a in call.args:
         if a.keyword is not None:
@@ -296,72 +126,6 @@ def _kwargs(call: cst.Call) -> tuple[list[str], dict[str, str]]:
             args.append(code(a.value))
     return args, kwargs
 
-
-_FP32 = ("tl.float32", "float32")
-_LOWP = ("tl.float16", "tl.bfloat16", "float16", "bfloat16", ".dtype", "element_ty")
-_FP8 = ("float8",)
-
-
-def _dtype_of(value_text: str) -> str:
-    """Cheap local dtype inference from an assignment's right-hand side."""
-    if any(s in value_text for s in _FP8):
-        return "fp8"
-    if any(s in value_text for s in _FP32):
-        return "fp32"
-    if ".to(" in value_text and any(s in value_text for s in _LOWP):
-        return "lowp"
-    return ""
-
-
-
-# libcst's own visitor dispatch costs more than the parse itself (it calls hooks for every
-# field of every node). A plain walk over dataclass fields is several times cheaper and is
-# all we need: we never transform the tree.
-_SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
-                "lines_after", "header", "footer", "colon", "equal", "star", "dot",
-                "operator", "newline", "indent", "asynchronous")
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    t = type(node)
-    names = _FIELDS.get(t)
-    if names is None:
-        names = _FIELDS[t] = tuple(
-            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
-    for n in names:
-        v = getattr(node, n)
-        if isinstance(v, cst.CSTNode):
-            yield v
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                if isinstance(x, cst.CSTNode):
-                    yield x
-
-
-def descendants(node: cst.CSTNode, kind: type) -> list:
-    """Every node of ``kind`` below ``node`` (and ``node`` itself), in source order."""
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kind):
-            out.append(n)
-        stack.extend(reversed(list(children(n))))
-    return out
-
-
-class Walker:
-    """Calls ``visit_<Type>`` (return False to skip children) and ``leave_<Type>``."""
-
-    def walk(self, node: cst.CSTNode) -> None:
-        name = type(node).__name__
-        visit = getattr(self, "visit_" + name, None)
-        if visit is None or visit(node) is not False:
-            for c in children(node):
-                self.walk(c)
-        leave = getattr(self, "leave_" + name, None)
-        if leave is not None:
-            leave(node)
 
 def _read_configs(value: cst.BaseExpression, d: Decorator) -> None:
     """Count the `triton.Config(...)` entries and collect every key they set."""
@@ -383,20 +147,22 @@ def _read_configs(value: cst.BaseExpression, d: Decorator) -> None:
 
 
 class _KernelVisitor(Walker):
-    def __init__(self, facts: KernelFacts, aliases: Aliases, offset: int, positions) -> None:
+    def __init__(self, facts: KernelFacts, aliases: Aliases, positions: Positions) -> None:
         self.pos = positions
         self.f = facts
         self.al = aliases
-        self.offset = offset
         self.loops: list[Loop] = []
         self.assign_targets: list[str] = []
 
     # positions --------------------------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
-        return self.pos[node].start.line + self.offset
+        return self.pos.line(node)
 
     def _end(self, node: cst.CSTNode) -> int:
-        return self.pos[node].end.line + self.offset
+        return self.pos.end_line(node)
+
+    def code(self, node: cst.CSTNode, limit: int = _MAX_TEXT) -> str:
+        return squeeze(self.pos.source(node), limit)
 
     def _loop_ctx(self) -> tuple[int, int]:
         return len(self.loops), (self.loops[-1].line if self.loops else 0)
@@ -406,13 +172,13 @@ class _KernelVisitor(Walker):
         if self.f.params:  # nested helper function: facts still count, params do not
             return True
         for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
-            ann = code(p.annotation.annotation) if p.annotation else ""
+            ann = self.code(p.annotation.annotation) if p.annotation else ""
             self.f.params.append(
                 Param(
                     name=p.name.value,
                     annotation=ann,
                     constexpr=self.al.canonical(ann) in ("tl.constexpr", "constexpr"),
-                    default=code(p.default) if p.default else "",
+                    default=self.code(p.default) if p.default else "",
                 )
             )
         for dec in node.decorators:
@@ -428,7 +194,7 @@ class _KernelVisitor(Walker):
         expr = dec.decorator
         if not isinstance(expr, cst.Call):
             return d
-        _, d.kwargs = _kwargs(expr)
+        _, d.kwargs = _kwargs(expr, self.code)
         if name != "triton.autotune" and {"configs", "key"} <= set(d.kwargs):
             # a project's own autotuner (`@fla_cache_autotune(configs=..., key=...)`, FlagGems'
             # `@libtuner`): same contract as triton.autotune, so conditions treat it as one
@@ -437,9 +203,9 @@ class _KernelVisitor(Walker):
             if a.star:  # `**autotune_cache_kwargs`: not the configs
                 continue
             if a.keyword is None and isinstance(a.value, cst.Dict):  # heuristics({...})
-                d.list_items += [code(e.key) for e in a.value.elements if isinstance(e, cst.DictElement)]
+                d.list_items += [self.code(e.key) for e in a.value.elements if isinstance(e, cst.DictElement)]
             if a.keyword and a.keyword.value == "key" and isinstance(a.value, (cst.List, cst.Tuple)):
-                d.list_items += [code(e.value) for e in a.value.elements]
+                d.list_items += [self.code(e.value) for e in a.value.elements]
             if a.keyword and a.keyword.value == "configs" or (name == "triton.autotune" and a.keyword is None):
                 _read_configs(a.value, d)
         return d
@@ -448,8 +214,8 @@ class _KernelVisitor(Walker):
         kind, args, kwargs = "iter", [], {}
         if isinstance(node.iter, cst.Call):
             kind = self.al.canonical(dotted(node.iter.func)) or "iter"
-            args, kwargs = _kwargs(node.iter)
-        targets = [n.value for n in _names(node.target)]
+            args, kwargs = _kwargs(node.iter, self.code)
+        targets = [n.value for n in name_reads(node.target)]
         loop = Loop(
             line=self._line(node), end_line=self._end(node), kind=kind, args=args, kwargs=kwargs,
             depth=len(self.loops) + 1, targets=targets, assigned=_assigned_names(node.body),
@@ -463,7 +229,7 @@ class _KernelVisitor(Walker):
 
     def visit_While(self, node: cst.While) -> bool:
         loop = Loop(
-            line=self._line(node), end_line=self._end(node), kind="while", args=[code(node.test)],
+            line=self._line(node), end_line=self._end(node), kind="while", args=[self.code(node.test)],
             depth=len(self.loops) + 1, assigned=_assigned_names(node.body),
         )
         self.f.loops.append(loop)
@@ -477,26 +243,23 @@ class _KernelVisitor(Walker):
         returns = any(isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, cst.Return) for x in s.body)
                       for s in node.body.body) if isinstance(node.body, cst.IndentedBlock) else False
         self.f.ifs.append({
-            "line": self._line(node), "test": code(node.test),
-            "names": sorted({n.value for n in _names(node.test)}), "returns": returns,
+            "line": self._line(node), "test": self.code(node.test),
+            "names": sorted({n.value for n in name_reads(node.test)}), "returns": returns,
             "loop_depth": len(self.loops),
         })
         return True
 
-    def visit_Return(self, node: cst.Return) -> None:
-        self.f.returns.append(self._line(node))
-
     # statements --------------------------------------------------------------------------
     def _record_assign(self, node, targets: list[str], op: str, value: cst.BaseExpression) -> None:
         depth, loop_line = self._loop_ctx()
-        value_text = code(value, 400)
-        calls = sorted({self._call_name(c) for c in _calls_in(value)})
+        value_text = self.code(value, 400)
+        calls = sorted({self._call_name(c) for c in descendants(value, cst.Call)})
         self.f.assigns.append(Assign(
             line=self._line(node), targets=targets, op=op, value=value_text[:_MAX_TEXT],
-            names=sorted({n.value for n in _names(value)}), calls=calls,
+            names=sorted({n.value for n in name_reads(value)}), calls=calls,
             loop_depth=depth, loop_line=loop_line,
         ))
-        dt = _dtype_of(value_text)
+        dt = value_dtype(value_text)
         for t in targets:
             if dt:
                 self.f.var_dtypes[t] = dt
@@ -505,7 +268,7 @@ class _KernelVisitor(Walker):
                 self.f.var_dtypes.pop(t, None)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        targets = [code(t.target) for t in node.targets]
+        targets = [self.code(t.target) for t in node.targets]
         self._record_assign(node, targets, "=", node.value)
         self.assign_targets.append(targets[0] if targets else "")
         return True
@@ -514,9 +277,9 @@ class _KernelVisitor(Walker):
         self.assign_targets.pop()
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
-        op = code(node.operator).strip()
-        self._record_assign(node, [code(node.target)], op, node.value)
-        self.assign_targets.append(code(node.target))
+        op = self.code(node.operator).strip()
+        self._record_assign(node, [self.code(node.target)], op, node.value)
+        self.assign_targets.append(self.code(node.target))
         return True
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
@@ -524,7 +287,7 @@ class _KernelVisitor(Walker):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         if node.value is not None:
-            self._record_assign(node, [code(node.target)], "=", node.value)
+            self._record_assign(node, [self.code(node.target)], "=", node.value)
         return True
 
     # expressions -------------------------------------------------------------------------
@@ -539,9 +302,9 @@ class _KernelVisitor(Walker):
 
     def visit_Call(self, node: cst.Call) -> bool:
         name = self._call_name(node)
-        args, kwargs = _kwargs(node)
+        args, kwargs = _kwargs(node, self.code)
         depth, loop_line = self._loop_ctx()
-        receiver = code(node.func.value) if isinstance(node.func, cst.Attribute) and name.startswith(".") else ""
+        receiver = self.code(node.func.value) if isinstance(node.func, cst.Attribute) and name.startswith(".") else ""
         self.f.calls.append(Call(
             name=name, line=self._line(node), args=args, kwargs=kwargs, loop_depth=depth,
             loop_line=loop_line, receiver=receiver,
@@ -564,41 +327,11 @@ class _KernelVisitor(Walker):
     def visit_Integer(self, node: cst.Integer) -> None:
         self.f.constants.setdefault(node.value, self._line(node))
 
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        try:
-            val = node.evaluated_value
-        except Exception:  # noqa: BLE001 - odd literal prefixes; the raw text is enough
-            val = node.value
-        if isinstance(val, bytes):
-            val = val.decode("latin-1")
-        self.f.strings.setdefault(val[:80], self._line(node))
-
-
-def _names(node: cst.CSTNode) -> list[cst.Name]:
-    """Variable reads below ``node``: Names, but not the ``attr`` part of ``a.attr``."""
-    found: list[cst.Name] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            found.append(n)
-        elif isinstance(n, cst.Attribute):
-            stack.append(n.value)
-        elif isinstance(n, cst.Arg):  # `mask=m`: the keyword is not a variable read
-            stack.append(n.value)
-        else:
-            stack.extend(children(n))
-    return found
-
-
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    return descendants(node, cst.Call)
-
 
 def _assigned_names(body: cst.CSTNode) -> list[str]:
     names: set[str] = set()
     for n in descendants(body, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
-        names.update(x.value for x in _names(n.target))
+        names.update(x.value for x in name_reads(n.target))
     return sorted(names)
 
 
@@ -660,11 +393,11 @@ class _HostVisitor(Walker):
                 grid_node = func.slice[0].slice.value
                 _, kwargs = _kwargs(node)
                 self.launches.append(Launch(
-                    kernel=kernel.split(".")[-1], line=0, grid=code(grid_node),
+                    kernel=kernel.split(".")[-1], line=0, grid=host_code(grid_node),
                     grid_is_callable=isinstance(grid_node, cst.Lambda) or (
                         isinstance(grid_node, cst.Name) and grid_node.value in self.grid_funcs),
                     kwargs=kwargs, host_function=self.function,
-                    star_kwargs=[code(a.value) for a in node.args if a.star == "**"],
+                    star_kwargs=[host_code(a.value) for a in node.args if a.star == "**"],
                 ))
         else:
             name = self.al.canonical(dotted(func))
@@ -683,6 +416,8 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
     """All Triton kernels in ``source``, with their facts. Raises ParseError."""
     if not KERNEL_HINT.search(source):
         return []
+    global PARSES
+    PARSES += 1
     try:
         module = cst.parse_module(source)
     except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
@@ -704,7 +439,7 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
                     elif (isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None
                           and isinstance(getattr(s, "target", None) or s.targets[0].target, cst.Name)):
                         target = s.target if isinstance(s, cst.AnnAssign) else s.targets[0].target
-                        constants[target.value] = code(s.value, 200)
+                        constants[target.value] = host_code(s.value, 200)
                         constant_nodes[target.value] = s.value
             elif isinstance(stmt, cst.FunctionDef):
                 if is_kernel(stmt, aliases):
@@ -737,18 +472,20 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
     hint = backend_hint(path, source)
     for func in kernels:
         def_line, search_from = _find_def(lines, func.name.value, search_from)
-        sub = cst.Module(body=[func.with_changes(leading_lines=[])])
-        positions = _positions(sub)
-        node = sub.body[0]
-        offset = def_line - positions[node.name].start.line  # align with the real `def` line
-        head = node.decorators[0] if node.decorators else node
-        first = positions[head].start.line + offset  # the first decorator
-        last = positions[node].end.line + offset
+        # one code-generation pass over the kernel alone gives every node's line and text;
+        # shifting by the real `def` line makes them the file's lines (a kernel inside a
+        # class or an `if` is generated without its outer indentation)
+        positions = Positions(func, module)
+        positions.offset = def_line - positions.line(func.name)
+        head = func.decorators[0] if func.decorators else func
+        first = positions.line(head)  # the first decorator
+        last = positions.end_line(func)
         facts = KernelFacts(
             name=func.name.value, path=path, line_start=max(first, 1), line_end=last,
             source="\n".join(lines[max(first, 1) - 1:last]),
         )
-        _KernelVisitor(facts, aliases, offset, positions).walk(node)
+        _KernelVisitor(facts, aliases, positions).walk(func)
+        facts.syntax = Syntax(func, positions, aliases)
         facts.launches = [ln for ln in host.launches if ln.kernel == facts.name]
         facts.module_calls = {c: 0 for c in sorted(host.calls)}
         facts.module_constants = {n: v for n, v in constants.items() if n in facts.names}
@@ -759,23 +496,6 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
                 _read_configs(constant_nodes[ref], d)
         out.append(facts)
     return out
-
-
-def _positions(module: cst.Module):
-    """Line/column ranges for every node of a (small) module.
-
-    ``MetadataWrapper.resolve`` also runs a full visitor pass for batchable providers,
-    which costs as much as the code generation that computes positions; calling the
-    provider's generator directly halves the cost. Falls back to the public API if the
-    private hook ever moves.
-    """
-    try:
-        provider = PositionProvider()
-        provider._gen_impl(module)  # noqa: SLF001 - see docstring
-        return provider._computed  # noqa: SLF001
-    except AttributeError:  # pragma: no cover - future libcst
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        return wrapper.resolve(PositionProvider)
 
 
 #: vendor backends other than CUDA/ROCm, recognised from a path segment or an import

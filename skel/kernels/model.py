@@ -1,0 +1,215 @@
+"""The kernel model: what skel knows about one GPU kernel, whatever language it is in.
+
+A :class:`KernelFacts` holds what conditions read without re-parsing: the calls a kernel
+makes (with keyword arguments, loop depth and line), its parameters, decorators, loops,
+assignments, names, constants, inferred dtypes and where the host launches it. It is plain
+data: the miner caches and stores it, the retriever reads it. A language's extractor
+(``skel.kernels.triton`` for Triton) fills it from one parse, and attaches the parsed tree
+(:class:`Syntax`) while it is alive so the data-flow view (``skel.kernels.flow``) is built
+from the same tree instead of parsing again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class Call:
+    """One call inside a kernel, e.g. ``tl.dot(a, b, input_precision="tf32x3")``."""
+
+    name: str  # canonical dotted name: "tl.dot", "tl.load", ".to" for methods
+    line: int
+    args: list[str] = field(default_factory=list)  # positional arguments, as source text
+    kwargs: dict[str, str] = field(default_factory=dict)  # keyword -> source text
+    loop_depth: int = 0
+    loop_line: int = 0  # line of the innermost enclosing loop, 0 outside loops
+    receiver: str = ""  # for method calls: the object's source text
+    target: str = ""  # name the call's result is assigned to (innermost assignment), if any
+
+
+@dataclass
+class Loop:
+    line: int
+    end_line: int
+    kind: str  # "range", "tl.range", "tl.static_range", "while", or the iterator call name
+    args: list[str] = field(default_factory=list)
+    kwargs: dict[str, str] = field(default_factory=dict)
+    depth: int = 1
+    targets: list[str] = field(default_factory=list)
+    assigned: list[str] = field(default_factory=list)  # names (re)assigned inside the loop
+
+
+@dataclass
+class Assign:
+    line: int
+    targets: list[str]
+    op: str  # "=", "+=", ...
+    value: str
+    names: list[str]  # identifiers the value reads
+    calls: list[str]  # canonical names of calls in the value
+    loop_depth: int = 0
+    loop_line: int = 0
+
+
+@dataclass
+class Param:
+    name: str
+    annotation: str = ""
+    constexpr: bool = False
+    default: str = ""
+
+
+@dataclass
+class Launch:
+    """A host-side ``kernel[grid](..., num_warps=4)`` launch."""
+
+    kernel: str
+    line: int
+    grid: str
+    grid_is_callable: bool
+    kwargs: dict[str, str] = field(default_factory=dict)
+    host_function: str = ""
+    # canonical names of every call in the launching host function (e.g. the
+    # `torch.cuda.get_device_capability` that picks this launch's block sizes)
+    host_calls: list[str] = field(default_factory=list)
+    host_names: list[str] = field(default_factory=list)  # identifiers read in that function
+    star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
+
+
+@dataclass
+class Decorator:
+    name: str  # canonical: "triton.jit", "triton.autotune", "triton.heuristics", other
+    line: int
+    kwargs: dict[str, str] = field(default_factory=dict)
+    # autotune only: number of triton.Config(...) literal entries (-1 when generated),
+    # and every key named inside the configs (meta-parameters, num_warps, num_stages ...)
+    config_count: int = 0
+    config_keys: list[str] = field(default_factory=list)
+    list_items: list[str] = field(default_factory=list)  # key=[...] / heuristics dict keys
+    spelling: str = ""  # the name as written, when it differs from `name` (wrapper autotuners)
+
+
+@dataclass
+class KernelFacts:
+    name: str
+    path: str
+    line_start: int
+    line_end: int
+    source: str
+    params: list[Param] = field(default_factory=list)
+    decorators: list[Decorator] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    assigns: list[Assign] = field(default_factory=list)
+    names: dict[str, int] = field(default_factory=dict)  # identifier -> first line
+    attributes: dict[str, int] = field(default_factory=dict)  # dotted attribute -> first line
+    constants: dict[str, int] = field(default_factory=dict)  # numeric literal -> first line
+    ifs: list[dict] = field(default_factory=list)  # {"line", "test", "names", "returns"}
+    launches: list[Launch] = field(default_factory=list)
+    module_calls: dict[str, int] = field(default_factory=dict)  # host calls in the file
+    var_dtypes: dict[str, str] = field(default_factory=dict)  # var -> "fp32"|"lowp"|"fp8"
+    # module-level `NAME = <expr>` assignments (source text), so a keyword passed as a
+    # module constant (`input_precision=DOT_PRECISION`) can be resolved by conditions
+    module_constants: dict[str, str] = field(default_factory=dict)
+    # the accelerator the file is written for when its path or imports say so ("npu",
+    # "mlu", ...); "" when it looks like ordinary CUDA/ROCm Triton
+    backend_hint: str = ""
+
+    # --- convenience queries used by conditions -------------------------------------
+    def calls_named(self, *names: str) -> list[Call]:
+        wanted = set(names)
+        return [c for c in self.calls if c.name in wanted]
+
+    def decorator(self, name: str) -> Decorator | None:
+        for d in self.decorators:
+            if d.name == name:
+                return d
+        return None
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    #: the parsed tree while it is alive (never stored, never compared): set by the extractor
+    syntax: Syntax | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """Plain data for the cache and the store (the tree is left out)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "syntax"}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "KernelFacts":
+        d = dict(d)
+        d.pop("syntax", None)
+        d["params"] = [Param(**p) for p in d.get("params", [])]
+        d["decorators"] = [Decorator(**x) for x in d.get("decorators", [])]
+        d["calls"] = [Call(**x) for x in d.get("calls", [])]
+        d["loops"] = [Loop(**x) for x in d.get("loops", [])]
+        d["assigns"] = [Assign(**x) for x in d.get("assigns", [])]
+        d["launches"] = [Launch(**x) for x in d.get("launches", [])]
+        return cls(**d)
+
+    def tokens(self) -> list[str]:
+        """A bag of structural tokens: the kernel's fingerprint for similarity."""
+        out: set[str] = set()
+        out.update("call:" + c.name for c in self.calls)
+        out.update("kw:" + c.name + "." + k for c in self.calls for k in c.kwargs)
+        out.update("loop:" + lp.kind for lp in self.loops)
+        out.update("dec:" + d.name for d in self.decorators)
+        for p in self.params:
+            out.add(("cparam:" if p.constexpr else "param:") + _param_shape(p.name))
+        out.update("attr:" + a for a in self.attributes if a.startswith("tl."))
+        if any(c.loop_depth for c in self.calls_named("tl.load")):
+            out.add("shape:load-in-loop")
+        if any(c.loop_depth for c in self.calls_named("tl.dot")):
+            out.add("shape:dot-in-loop")
+        if self.launches:
+            out.update("launch:" + k for ln in self.launches for k in ln.kwargs)
+        return sorted(out)
+
+    def text(self) -> str:
+        """The document embedded for vector search: name, parameters and structure."""
+        params = " ".join(p.name for p in self.params)
+        calls = " ".join(sorted({c.name for c in self.calls}))
+        loops = " ".join(sorted({lp.kind for lp in self.loops}))
+        decs = " ".join(sorted({d.name for d in self.decorators}))
+        return (
+            f"triton kernel {self.name.replace('_', ' ')}. parameters: {params}. "
+            f"calls: {calls}. loops: {loops or 'none'}. decorators: {decs}."
+        )
+
+
+def _param_shape(name: str) -> str:
+    """Collapse parameter names into families so similar kernels share tokens."""
+    if name.isupper() or name.startswith(("BLOCK", "USE_", "HAS_", "IS_")):
+        return name
+    if name.endswith("_ptr") or name.endswith("ptr"):
+        return "*_ptr"
+    if name.startswith("stride"):
+        return "stride*"
+    return name.lower()
+
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return [asdict(v) if hasattr(v, "__dataclass_fields__") else v for v in value]
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+@dataclass
+class Syntax:
+    """A kernel's parsed tree as its extractor left it: the function node, where each of its
+    nodes sits (lines and source text) and how the file spells its imports. Lives only in
+    the process that parsed the file; the data-flow view reads it."""
+
+    node: Any  # the language's function node (libcst.FunctionDef for Triton)
+    positions: Any  # skel.kernels.positions.Positions
+    aliases: Any  # skel.kernels.triton.Aliases (canonical names for calls)
+    flow: Any = None  # skel.kernels.flow.Flow, built on first use

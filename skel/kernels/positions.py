@@ -1,0 +1,96 @@
+"""Line numbers and source text for the nodes of a libcst tree, from one code-generation
+pass.
+
+libcst nodes carry no positions. Its ``PositionProvider`` computes them by generating the
+code again while splitting every token on newlines and building a position object per
+node, which costs several times the parse. We hook the same code-generation callbacks but
+only keep a running character offset per node (two integers); lines are derived on demand
+from the generated text by bisecting its newline offsets, and a node's source text is a
+slice of that text. The ranges are exactly libcst's (syntactic positions, the same hooks),
+which a test checks against ``PositionProvider`` on real kernels.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from contextlib import contextmanager
+from typing import Iterator
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState  # the codegen hooks PositionProvider uses
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+class _OffsetState(CodegenState):
+    """Code generation that records each node's (start, end) character offsets."""
+
+    def __init__(self, module_like: cst.Module) -> None:
+        super().__init__(default_indent=module_like.default_indent,
+                         default_newline=module_like.default_newline)
+        self.pos = 0
+        self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}  # syntactic: what lines report
+        self.spans: dict[cst.CSTNode, tuple[int, int]] = {}  # with owned parens and whitespace
+        self._stack: list[int] = []
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        for t in self.indent_tokens:
+            self.pos += len(t)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.pos += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append(self.pos)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        span = (self._stack.pop(), self.pos)
+        self.spans[node] = span
+        if node not in self.ranges:  # a syntactic range recorded inside wins
+            self.ranges[node] = span
+
+    @contextmanager
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
+        start = self.pos
+        try:
+            yield
+        finally:
+            end = self.pos
+            if start_node is not None:
+                start = self.ranges[start_node][0]
+            if end_node is not None:
+                end = self.ranges[end_node][1]
+            self.ranges[node] = (start, end)
+
+
+class Positions:
+    """Where each node of one generated subtree sits: lines (1-based, shifted by
+    ``offset`` so they match the file) and the node's source text."""
+
+    def __init__(self, node: cst.CSTNode, module_like: cst.Module, offset: int = 0) -> None:
+        state = _OffsetState(module_like)
+        node._codegen(state)
+        self.text = "".join(state.tokens)
+        self.ranges = state.ranges
+        self.spans = state.spans
+        self.offset = offset
+        self._newlines = [m.end() for m in _NEWLINE.finditer(self.text)]
+
+    def _line_at(self, char: int) -> int:
+        return bisect_right(self._newlines, char) + 1 + self.offset
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self._line_at(self.ranges[node][0])
+
+    def end_line(self, node: cst.CSTNode) -> int:
+        return self._line_at(self.ranges[node][1])
+
+    def source(self, node: cst.CSTNode) -> str:
+        """The node's code as written, with the parentheses, whitespace and comments it
+        owns (what ``Module.code_for_node`` gives)."""
+        start, end = self.spans[node]
+        return self.text[start:end]

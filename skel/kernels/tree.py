@@ -1,0 +1,113 @@
+"""Cheap walks over libcst trees: children, descendants, dotted names, variable reads.
+
+libcst's own visitor dispatch costs more than the parse itself (it calls hooks for every
+field of every node). A plain walk over dataclass fields is several times cheaper and is
+all skel needs: it never transforms a tree. Whitespace, parentheses and punctuation fields
+are skipped: they hold no names, calls or literals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Iterator
+
+import libcst as cst
+
+_SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
+                "lines_after", "header", "footer", "colon", "equal", "star", "dot",
+                "operator", "newline", "indent", "asynchronous")
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node's children that can hold code, in field order."""
+    t = type(node)
+    names = _FIELDS.get(t)
+    if names is None:
+        names = _FIELDS[t] = tuple(
+            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
+    for n in names:
+        v = getattr(node, n)
+        if isinstance(v, cst.CSTNode):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, cst.CSTNode):
+                    yield x
+
+
+def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
+    """Every node of ``kind`` below ``node`` (and ``node`` itself), in source order."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            out.append(n)
+        stack.extend(reversed(list(children(n))))
+    return out
+
+
+def dotted(node: cst.CSTNode) -> str:
+    """``a.b.c`` for Name/Attribute chains, "" otherwise."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else ""
+    return ""
+
+
+def name_reads(node: cst.CSTNode) -> list[cst.Name]:
+    """Variable reads below ``node``: Names, but not the ``attr`` of ``a.attr``, the keyword
+    of ``f(k=v)`` or a lambda's parameter names."""
+    found: list[cst.Name] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            found.append(n)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)
+        elif isinstance(n, cst.Arg):  # `mask=m`: the keyword is not a variable read
+            stack.append(n.value)
+        elif isinstance(n, cst.Param):
+            stack.extend(x for x in (n.default, n.annotation) if x is not None)
+        else:
+            stack.extend(children(n))
+    return found
+
+
+def call_args(call: cst.Call) -> list[cst.BaseExpression]:
+    """The positional arguments' values (``*xs`` included, keywords and ``**kw`` not)."""
+    return [a.value for a in call.args if a.keyword is None and a.star != "**"]
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+class Walker:
+    """Calls ``visit_<Type>`` (return False to skip children) and ``leave_<Type>``."""
+
+    def walk(self, node: cst.CSTNode) -> None:
+        name = type(node).__name__
+        visit = getattr(self, "visit_" + name, None)
+        if visit is None or visit(node) is not False:
+            for c in children(node):
+                self.walk(c)
+        leave = getattr(self, "leave_" + name, None)
+        if leave is not None:
+            leave(node)
+
+
+def iter_nodes(nodes: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """Every node below each of ``nodes`` (themselves included), in source order."""
+    for root in nodes:
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            yield n
+            stack.extend(reversed(list(children(n))))
