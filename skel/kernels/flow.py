@@ -195,9 +195,7 @@ class Flow:
             stmt = block.body[-1] if isinstance(block, cst.IndentedBlock) else block
         if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             stmt = stmt.body[-1]
-        start, end = self._pos.ranges[stmt]
-        return self._pos._line_at(start + len(self._pos.text[start:end].rstrip()) - 1) if end > start else \
-            self._pos._line_at(start)
+        return self._pos.last_line(stmt)
 
     def _scan(self, expr: Node | None, loops, targets: tuple[str, ...] = ()) -> None:
         if expr is None:

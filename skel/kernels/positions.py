@@ -30,8 +30,9 @@ class _OffsetState(CodegenState):
         super().__init__(default_indent=module_like.default_indent,
                          default_newline=module_like.default_newline)
         self.pos = 0
-        self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}  # syntactic: what lines report
-        self.spans: dict[cst.CSTNode, tuple[int, int]] = {}  # with owned parens and whitespace
+        # keyed by id(node): libcst nodes hash in Python, ids are free (the tree outlives us)
+        self.ranges: dict[int, tuple[int, int]] = {}  # syntactic: what lines report
+        self.spans: dict[int, tuple[int, int]] = {}  # with owned parens and whitespace
         self._stack: list[int] = []
 
     def add_indent_tokens(self) -> None:
@@ -48,9 +49,10 @@ class _OffsetState(CodegenState):
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         span = (self._stack.pop(), self.pos)
-        self.spans[node] = span
-        if node not in self.ranges:  # a syntactic range recorded inside wins
-            self.ranges[node] = span
+        key = id(node)
+        self.spans[key] = span
+        if key not in self.ranges:  # a syntactic range recorded inside wins
+            self.ranges[key] = span
 
     @contextmanager
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
@@ -61,10 +63,10 @@ class _OffsetState(CodegenState):
         finally:
             end = self.pos
             if start_node is not None:
-                start = self.ranges[start_node][0]
+                start = self.ranges[id(start_node)][0]
             if end_node is not None:
-                end = self.ranges[end_node][1]
-            self.ranges[node] = (start, end)
+                end = self.ranges[id(end_node)][1]
+            self.ranges[id(node)] = (start, end)
 
 
 class Positions:
@@ -84,13 +86,19 @@ class Positions:
         return bisect_right(self._newlines, char) + 1 + self.offset
 
     def line(self, node: cst.CSTNode) -> int:
-        return self._line_at(self.ranges[node][0])
+        return self._line_at(self.ranges[id(node)][0])
 
     def end_line(self, node: cst.CSTNode) -> int:
-        return self._line_at(self.ranges[node][1])
+        return self._line_at(self.ranges[id(node)][1])
+
+    def last_line(self, node: cst.CSTNode) -> int:
+        """Line of the node's last character (``ast``'s ``end_lineno``)."""
+        start, end = self.ranges[id(node)]
+        body = self.text[start:end].rstrip()
+        return self._line_at(start + len(body) - 1) if body else self._line_at(start)
 
     def source(self, node: cst.CSTNode) -> str:
         """The node's code as written, with the parentheses, whitespace and comments it
         owns (what ``Module.code_for_node`` gives)."""
-        start, end = self.spans[node]
+        start, end = self.spans[id(node)]
         return self.text[start:end]

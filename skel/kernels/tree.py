@@ -17,23 +17,34 @@ _SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lin
                 "lines_after", "header", "footer", "colon", "equal", "star", "dot",
                 "operator", "newline", "indent", "asynchronous")
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# `isinstance(x, cst.CSTNode)` goes through ABC machinery; walks ask it for every field of
+# every node, so the answer is cached per type
+_IS_NODE: dict[type, bool] = {}
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _is_node(t: type) -> bool:
+    known = _IS_NODE.get(t)
+    if known is None:
+        known = _IS_NODE[t] = issubclass(t, cst.CSTNode)
+    return known
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that can hold code, in field order."""
     t = type(node)
     names = _FIELDS.get(t)
     if names is None:
         names = _FIELDS[t] = tuple(
             f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
+    out = []
     for n in names:
         v = getattr(node, n)
-        if isinstance(v, cst.CSTNode):
-            yield v
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                if isinstance(x, cst.CSTNode):
-                    yield x
+        vt = type(v)
+        if vt is list or vt is tuple:
+            out.extend(x for x in v if _is_node(type(x)))
+        elif _is_node(vt):
+            out.append(v)
+    return out
 
 
 def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
@@ -43,7 +54,9 @@ def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
         n = stack.pop()
         if isinstance(n, kind):
             out.append(n)
-        stack.extend(reversed(list(children(n))))
+        kids = children(n)
+        kids.reverse()
+        stack.extend(kids)
     return out
 
 
@@ -93,12 +106,18 @@ class Walker:
     """Calls ``visit_<Type>`` (return False to skip children) and ``leave_<Type>``."""
 
     def walk(self, node: cst.CSTNode) -> None:
-        name = type(node).__name__
-        visit = getattr(self, "visit_" + name, None)
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_hooks"] = {}
+        t = type(node)
+        pair = hooks.get(t)
+        if pair is None:
+            name = t.__name__
+            pair = hooks[t] = (getattr(self, "visit_" + name, None), getattr(self, "leave_" + name, None))
+        visit, leave = pair
         if visit is None or visit(node) is not False:
             for c in children(node):
                 self.walk(c)
-        leave = getattr(self, "leave_" + name, None)
         if leave is not None:
             leave(node)
 
@@ -110,4 +129,6 @@ def iter_nodes(nodes: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
         while stack:
             n = stack.pop()
             yield n
-            stack.extend(reversed(list(children(n))))
+            kids = children(n)
+            kids.reverse()
+            stack.extend(kids)

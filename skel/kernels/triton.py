@@ -152,6 +152,7 @@ class _KernelVisitor(Walker):
         self.f = facts
         self.al = aliases
         self.loops: list[Loop] = []
+        self.assigned: list[set[str]] = []  # per open loop: names its body assigns
         self.assign_targets: list[str] = []
 
     # positions --------------------------------------------------------------------------
@@ -216,28 +217,42 @@ class _KernelVisitor(Walker):
             kind = self.al.canonical(dotted(node.iter.func)) or "iter"
             args, kwargs = _kwargs(node.iter, self.code)
         targets = [n.value for n in name_reads(node.target)]
-        loop = Loop(
+        self._assigned(node.target)  # an inner loop's variable is assigned in the outer loops
+        self._open(Loop(
             line=self._line(node), end_line=self._end(node), kind=kind, args=args, kwargs=kwargs,
-            depth=len(self.loops) + 1, targets=targets, assigned=_assigned_names(node.body),
-        )
-        self.f.loops.append(loop)
-        self.loops.append(loop)
+            depth=len(self.loops) + 1, targets=targets,
+        ))
         return True
 
     def leave_For(self, node: cst.For) -> None:
-        self.loops.pop()
+        self._close()
 
     def visit_While(self, node: cst.While) -> bool:
-        loop = Loop(
+        self._open(Loop(
             line=self._line(node), end_line=self._end(node), kind="while", args=[self.code(node.test)],
-            depth=len(self.loops) + 1, assigned=_assigned_names(node.body),
-        )
-        self.f.loops.append(loop)
-        self.loops.append(loop)
+            depth=len(self.loops) + 1,
+        ))
         return True
 
     def leave_While(self, node: cst.While) -> None:
-        self.loops.pop()
+        self._close()
+
+    # every name (re)assigned in a loop's body, collected during the one walk: an open
+    # loop's set grows as its body is visited and joins its parent's when the loop closes
+    def _open(self, loop: Loop) -> None:
+        self.f.loops.append(loop)
+        self.loops.append(loop)
+        self.assigned.append(set())
+
+    def _close(self) -> None:
+        names = self.assigned.pop()
+        self.loops.pop().assigned = sorted(names)
+        if self.assigned:
+            self.assigned[-1] |= names
+
+    def _assigned(self, target: cst.CSTNode) -> None:
+        if self.assigned:
+            self.assigned[-1].update(n.value for n in name_reads(target))
 
     def visit_If(self, node: cst.If) -> bool:
         returns = any(isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, cst.Return) for x in s.body)
@@ -268,6 +283,8 @@ class _KernelVisitor(Walker):
                 self.f.var_dtypes.pop(t, None)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
+        for t in node.targets:
+            self._assigned(t.target)
         targets = [self.code(t.target) for t in node.targets]
         self._record_assign(node, targets, "=", node.value)
         self.assign_targets.append(targets[0] if targets else "")
@@ -278,6 +295,7 @@ class _KernelVisitor(Walker):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
         op = self.code(node.operator).strip()
+        self._assigned(node.target)
         self._record_assign(node, [self.code(node.target)], op, node.value)
         self.assign_targets.append(self.code(node.target))
         return True
@@ -286,6 +304,7 @@ class _KernelVisitor(Walker):
         self.assign_targets.pop()
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        self._assigned(node.target)
         if node.value is not None:
             self._record_assign(node, [self.code(node.target)], "=", node.value)
         return True
@@ -326,13 +345,6 @@ class _KernelVisitor(Walker):
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self.f.constants.setdefault(node.value, self._line(node))
-
-
-def _assigned_names(body: cst.CSTNode) -> list[str]:
-    names: set[str] = set()
-    for n in descendants(body, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
-        names.update(x.value for x in name_reads(n.target))
-    return sorted(names)
 
 
 class _HostVisitor(Walker):
