@@ -52,15 +52,15 @@ def timed(fn, repeat: int) -> tuple[list[float], object]:
     return out, last
 
 
-def kernel_files(roots: list[tuple[Path, str]]) -> list[tuple[str, str]]:
+def kernel_files(sources) -> list[tuple[str, str]]:
     from skel.miner import walk
     from skel.kernels.triton import KERNEL_HINT
 
     files = []
-    for root, prefix in roots:
-        for item in walk.discover(root):
+    for src in sources:
+        for item in src.items():
             if isinstance(item, walk.SourceFile) and "triton" in item.text and KERNEL_HINT.search(item.text):
-                files.append((prefix + item.rel, item.text))
+                files.append((item.rel, item.text))
     return files
 
 
@@ -76,16 +76,14 @@ def main() -> None:
     import libcst
 
     from skel.kernels.triton import extract_file
-    from skel.miner.mine import mine, resolve_package
+    from skel.miner.mine import mine
+    from skel.miner.sources import PackageSource
     from skel.store.knowledge import KnowledgeBase
 
-    roots = []
-    for name in packages:
-        root, dist, version = resolve_package(name)
-        roots.append((root, name, dist, version))
-    files = kernel_files([(r, f"{n}/") for r, n, _, _ in roots])
+    sources = [PackageSource(name) for name in packages]
+    files = kernel_files(sources)
     n_files = len(files)
-    print(f"packages: {', '.join(f'{d} {v}' for _, _, d, v in roots)}; {n_files} kernel-bearing files; "
+    print(f"packages: {', '.join(f'{s.name} {s.version}' for s in sources)}; {n_files} kernel-bearing files; "
           f"repeat {args.repeat}; jobs {args.jobs}; python {sys.version.split()[0]}; cpus {os.cpu_count()}",
           flush=True)
 
@@ -101,13 +99,12 @@ def main() -> None:
         kb = KnowledgeBase.open(str(store))
         t = time.perf_counter()
         n_kernels = 0
-        for root, name, dist, version in roots:
-            n_kernels += mine(root, kb, source=dist, version=version, rel_prefix=f"{name}/", jobs=args.jobs,
-                              cache_root=cache).kernels
+        for src in sources:
+            n_kernels += mine(src, kb, jobs=args.jobs, cache_root=cache).kernels
         mine_t.append(time.perf_counter() - t)
         t = time.perf_counter()
-        for root, name, dist, version in roots:
-            mine(root, kb, source=dist, version=version, rel_prefix=f"{name}/", jobs=args.jobs, cache_root=cache)
+        for src in sources:
+            mine(src, kb, jobs=args.jobs, cache_root=cache)
         remine_t.append(time.perf_counter() - t)
 
     env = dict(os.environ, SKEL_HOME=str(work / "home"))
@@ -116,7 +113,7 @@ def main() -> None:
     cli = [sys.executable, "-m", "skel.cli"]
     remine_cli_t, _ = timed(lambda: [subprocess.run(cli + ["mine", "--package", name, "--store", str(store)],
                                                     check=True, env=env, capture_output=True)
-                                     for _, name, _, _ in roots], args.repeat)
+                                     for name in packages], args.repeat)
     suggest_cold_t, _ = timed(lambda: subprocess.run(cli + ["suggest", args.query, "--store", str(store)],
                                                      env=env, capture_output=True), args.repeat)
 

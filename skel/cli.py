@@ -46,37 +46,36 @@ def cli() -> None:
 @click.option("--package", "package", metavar="NAME", help="Mine an installed Python package (e.g. liger_kernel, fla).")
 @click.option("--source", metavar="NAME", help="Name recorded for this source (default: directory or distribution name).")
 @click.option("--version", "version", metavar="V", help="Version recorded (default: git HEAD or package version).")
+@click.option("--rev", metavar="REV", help="With PATH in a git repository: mine the tree at this commit, branch or tag "
+              "(read from git, nothing checked out; version = the commit).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, jobs, store, as_json, no_progress):
-    """Mine a repository, folder, file or installed package into the knowledge base.
+def mine(path, package, source, version, rev, jobs, store, as_json, no_progress):
+    """Mine a repository, folder, file or installed package into the knowledge base
+    (a repository at another revision with --rev).
 
     Finds every @triton.jit kernel (all spellings, stacked under autotune/heuristics) with
     libcst, records which catalog techniques each uses, where (path, function, lines,
     version) and which tests exercise it. Unchanged files are skipped on re-mines; bad
     files are reported and skipped; an interrupted mine resumes where it stopped.
     """
-    from pathlib import Path
-
     from skel.miner.mine import mine as run_mine
-    from skel.miner.mine import resolve_package
+    from skel.miner.sources import DirectorySource, GitSource, PackageSource
     from skel.store.knowledge import StoreError, KnowledgeBase, cache_dir
 
     if bool(path) == bool(package):
         _fail("give exactly one of PATH or --package NAME")
-    rel_prefix = ""
+    if rev and package:
+        _fail("--rev needs PATH, a git repository (not --package)")
     try:
         if package:
-            root, dist, pkg_version = resolve_package(package)
-            source = source or dist
-            version = version or pkg_version
-            rel_prefix = "" if root.is_file() else f"{package}/"
+            src = PackageSource(package, name=source, version=version)
+        elif rev:
+            src = GitSource(path, rev, name=source, version=version)
         else:
-            root = Path(path)
-            if not root.exists():
-                _fail(f"{path}: no such file or directory")
+            src = DirectorySource(path, name=source, version=version)
     except FileNotFoundError as exc:
         _fail(str(exc))
     try:
@@ -100,8 +99,7 @@ def mine(path, package, source, version, jobs, store, as_json, no_progress):
         bar.update(done - bar.pos)
 
     try:
-        report = run_mine(root, kb, source=source, version=version, rel_prefix=rel_prefix, jobs=jobs,
-                          cache_root=cache_dir(store), progress=progress)
+        report = run_mine(src, kb, jobs=jobs, cache_root=cache_dir(store), progress=progress)
     except KeyboardInterrupt:
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skel.miner.facts import extract_file
+from skel.kernels.triton import extract_file
 from skel.skeletons import expectations, registry
 
 SKELETONS = registry.all_skeletons()

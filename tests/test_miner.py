@@ -9,6 +9,7 @@ import pytest
 
 from conftest import write
 from skel.miner.mine import mine
+from skel.miner.sources import DirectorySource
 
 GOOD = '''
 import triton
@@ -59,7 +60,7 @@ def _bad_files(root):
 
 
 def test_mine_finds_kernels_with_provenance_tests_and_techniques(repo, kb, hash_embedder):
-    report = mine(repo, kb, source="demo", version="1.0", embedder=hash_embedder, jobs=1)
+    report = mine(DirectorySource(repo, "demo", "1.0"), kb, embedder=hash_embedder, jobs=1)
     assert report.kernels == 2 and report.kernel_files == 2
     (rec,) = kb.kernels(where={"function": "solve_kernel"})
     assert (rec.source, rec.version, rec.file) == ("demo", "1.0", "pkg/ops/solve.py")
@@ -73,7 +74,7 @@ def test_mine_finds_kernels_with_provenance_tests_and_techniques(repo, kb, hash_
 
 def test_bad_files_are_reported_and_skipped(repo, kb, hash_embedder):
     _bad_files(repo)
-    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    report = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     reasons = {s.rel: s.reason for s in report.skipped}
     assert reasons["pkg/broken.py"].startswith("syntax error")
     assert reasons["pkg/latin1.py"].startswith("not UTF-8")
@@ -85,19 +86,19 @@ def test_bad_files_are_reported_and_skipped(repo, kb, hash_embedder):
 
 
 def test_remine_is_idempotent_and_cheap(repo, kb, hash_embedder):
-    first = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    first = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     snap = sorted((r.id, r.file, r.line_start, tuple(r.techniques)) for r in kb.kernels())
-    again = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    again = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     assert again.parsed == 0 and again.kernels_written == 0 and again.unchanged == first.files
     assert sorted((r.id, r.file, r.line_start, tuple(r.techniques)) for r in kb.kernels()) == snap
 
 
 def test_changed_and_removed_files(repo, kb, hash_embedder):
-    mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     (repo / "pkg" / "ops" / "scale.py").unlink()
     path = repo / "pkg" / "ops" / "solve.py"
     path.write_text(path.read_text().replace('input_precision="tf32x3"', 'input_precision="ieee"'))
-    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    report = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     assert report.removed == 1 and report.kernels == 1
     (rec,) = kb.kernels()
     assert rec.function == "solve_kernel" and "dot-input-precision-tf32x3" not in rec.techniques
@@ -121,7 +122,7 @@ def test_interrupted_mine_leaves_store_consistent_and_resumes(repo, kb, hash_emb
             return hash_embedder.embed(texts)
 
     with pytest.raises(KeyboardInterrupt):
-        mine(repo, kb, source="demo", embedder=Crashing(), jobs=1)
+        mine(DirectorySource(repo, "demo"), kb, embedder=Crashing(), jobs=1)
     (src,) = kb.sources()
     assert src.state == "mining", "an interrupted source is marked as such"
     marked = kb.file_hashes("demo")
@@ -129,11 +130,11 @@ def test_interrupted_mine_leaves_store_consistent_and_resumes(repo, kb, hash_emb
     kernel_files = {f for f in marked if "extra_" in f or "/ops/" in f}
     assert marked and kernel_files <= recorded, "a file is marked only after its kernels are stored"
     assert len(marked) < 10, "the crash happened before every file was marked"
-    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    report = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     assert report.kernels == 8 and kb.sources()[0].state == "complete"
 
     clean_kb = type(kb).open(str(repo.parent / "clean-store"))
-    mine(repo, clean_kb, source="demo", embedder=hash_embedder, jobs=1)
+    mine(DirectorySource(repo, "demo"), clean_kb, embedder=hash_embedder, jobs=1)
     key = lambda recs: sorted((r.id, r.file, r.function, tuple(r.techniques)) for r in recs)  # noqa: E731
     assert key(kb.kernels()) == key(clean_kb.kernels())
 
@@ -142,10 +143,9 @@ def test_facts_cache_by_content_hash(repo, tmp_path, hash_embedder):
     from skel.store.knowledge import KnowledgeBase
 
     cache = tmp_path / "cache"
-    first = mine(repo, KnowledgeBase.open(str(tmp_path / "a")), source="demo", embedder=hash_embedder,
-                 jobs=1, cache_root=cache)
-    second = mine(repo, KnowledgeBase.open(str(tmp_path / "b")), source="demo", embedder=hash_embedder,
-                  jobs=1, cache_root=cache)
+    src = DirectorySource(repo, "demo")
+    first = mine(src, KnowledgeBase.open(str(tmp_path / "a")), embedder=hash_embedder, jobs=1, cache_root=cache)
+    second = mine(src, KnowledgeBase.open(str(tmp_path / "b")), embedder=hash_embedder, jobs=1, cache_root=cache)
     assert first.parsed == 2 and first.cached == 0
     assert second.parsed == 0 and second.cached == 2 and second.kernels == 2
 
@@ -156,7 +156,7 @@ def test_git_commit_is_the_version(repo, kb, hash_embedder):
     for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "x"]):
         subprocess.run(cmd, cwd=repo, check=True, env=env)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
-    report = mine(repo, kb, embedder=hash_embedder, jobs=1)
+    report = mine(DirectorySource(repo), kb, embedder=hash_embedder, jobs=1)
     assert report.version == head and report.source == "repo"
 
 
@@ -167,8 +167,8 @@ def test_parallel_parse_matches_serial(repo, tmp_path, hash_embedder):
         write(repo / "pkg" / f"more_{i}.py", GOOD.replace("solve_kernel", f"solve_kernel_{i}"))
     a = KnowledgeBase.open(str(tmp_path / "a"))
     b = KnowledgeBase.open(str(tmp_path / "b"))
-    mine(repo, a, source="demo", embedder=hash_embedder, jobs=1)
-    mine(repo, b, source="demo", embedder=hash_embedder, jobs=2, cache_root=None)
+    mine(DirectorySource(repo, "demo"), a, embedder=hash_embedder, jobs=1)
+    mine(DirectorySource(repo, "demo"), b, embedder=hash_embedder, jobs=2, cache_root=None)
     key = lambda kb: sorted((r.id, r.line_start, tuple(r.techniques)) for r in kb.kernels())  # noqa: E731
     assert key(a) == key(b) and len(key(a)) == 10
 
@@ -177,9 +177,9 @@ def test_catalog_change_retags_mined_kernels(repo, kb, hash_embedder, monkeypatc
     """A new or edited skeleton must not leave old technique tags in the store."""
     import skel.skeletons.registry as reg
 
-    mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     monkeypatch.setattr(reg, "catalog_fingerprint", lambda: "a-different-catalog")
-    report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    report = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     assert report.unchanged == 0 and report.kernels_written == 2
-    again = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    again = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     assert again.kernels_written == 0

@@ -18,13 +18,14 @@ def real_models(monkeypatch):
 
 def test_mined_with_torch_queried_with_numpy(tmp_path, real_models):
     from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
     from skel.retriever.suggest import load_kernels
     from skel.store.knowledge import KnowledgeBase
 
     bulk, query = real_models
     kb = KnowledgeBase.open(str(tmp_path / "store"))
     fixtures = ROOT / "skel" / "skeletons" / "fixtures"
-    report = mine(fixtures, kb, source="fixtures", embedder=bulk, jobs=1)
+    report = mine(DirectorySource(fixtures, "fixtures"), kb, embedder=bulk, jobs=1)
     assert report.kernels > 100
     for kf in load_kernels(fixtures / "online_softmax.py")[:3]:
         (nearest,) = kb.similar(query.embed([kf.text()])[0], n=1)
@@ -38,11 +39,12 @@ def test_suggest_uses_the_numpy_model_without_importing_torch(tmp_path, real_mod
     import sys
 
     from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
     from skel.store.knowledge import KnowledgeBase
 
     bulk, _ = real_models
     store = tmp_path / "store"
-    mine(ROOT / "skel" / "skeletons" / "fixtures", KnowledgeBase.open(str(store)), source="fixtures",
+    mine(DirectorySource(ROOT / "skel" / "skeletons" / "fixtures", "fixtures"), KnowledgeBase.open(str(store)),
          embedder=bulk, jobs=1)
     code = (
         "import sys, json\nfrom skel.cli import cli\n"

@@ -30,15 +30,14 @@ def mined(tmp_path_factory):
     for name in PACKAGES:
         _require(name)
     from skel.embed import HashEmbedder
-    from skel.miner.mine import mine, resolve_package
+    from skel.miner.mine import mine
+    from skel.miner.sources import PackageSource
     from skel.store.knowledge import KnowledgeBase
 
     kb = KnowledgeBase.open(str(tmp_path_factory.mktemp("real") / "store"))
     reports = {}
     for name in PACKAGES:
-        root, dist, version = resolve_package(name)
-        reports[name] = mine(root, kb, source=dist, version=version, rel_prefix=f"{name}/", jobs=2,
-                             embedder=HashEmbedder())
+        reports[name] = mine(PackageSource(name), kb, jobs=2, embedder=HashEmbedder())
     return kb, reports
 
 

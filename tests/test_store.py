@@ -92,6 +92,7 @@ def chroma_server(tmp_path):
 def test_shared_server_store_behaves_like_local(tmp_path, chroma_server, hash_embedder):
     """A team shares one knowledge base through a Chroma server on loopback."""
     from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
     from skel.retriever.suggest import suggest
 
     from test_cli import FP32_DOT
@@ -101,9 +102,9 @@ def test_shared_server_store_behaves_like_local(tmp_path, chroma_server, hash_em
     remote = KnowledgeBase.open(chroma_server)
     local = KnowledgeBase.open(str(tmp_path / "local"))
     for kb in (remote, local):
-        report = mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+        report = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
         assert report.kernels == 1
-    again = mine(repo, remote, source="demo", embedder=hash_embedder, jobs=1)
+    again = mine(DirectorySource(repo, "demo"), remote, embedder=hash_embedder, jobs=1)
     assert again.parsed == 0 and again.kernels_written == 0
 
     query = write(tmp_path / "q.py", FP32_DOT)

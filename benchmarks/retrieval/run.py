@@ -122,13 +122,14 @@ def newest_after(cases: list[dict]) -> dict[str, str]:
 
 def build_kb(cases: list[dict], cache: Path, store: Path, embedder):
     from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
     from skel.store.knowledge import KnowledgeBase
 
     kb = KnowledgeBase.open(str(store))
     for pkg, version in sorted(newest_after(cases).items()):
         root = fetch.ensure(pkg, version, cache)
         t = time.perf_counter()
-        rep = mine(root, kb, source=fetch.norm(pkg), version=version, embedder=embedder,
+        rep = mine(DirectorySource(root, fetch.norm(pkg), version), kb, embedder=embedder,
                    cache_root=cache / "facts-cache")
         print(f"  knowledge base: {pkg} {version}: {rep.kernels} kernels "
               f"({rep.parsed} files parsed, {time.perf_counter() - t:.1f}s)", flush=True)

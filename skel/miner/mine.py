@@ -5,16 +5,16 @@ delete the files' old kernel records, add the new ones, and only then record the
 content hashes. A crash anywhere leaves every file either fully recorded or recorded under
 its old hash, so the next run redoes exactly the unfinished files. Mining twice gives the
 same store: record ids are derived from (source, file, function).
+
+What is mined comes through one seam, a ``Source`` (skel/miner/sources.py): a folder, an
+installed package or a git tree at a revision.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
-import importlib.util
 import json
 import os
-import subprocess
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from skel.miner import walk
+from skel.miner.sources import Source
+from skel.miner.sources import git_version, resolve_package  # noqa: F401 - moved there; kept for old imports
 from skel.miner.walk import SourceFile, Skipped
 
 Progress = Callable[[int, int, str], None]
@@ -52,40 +54,6 @@ class MineReport:
         d["techniques"] = dict(sorted(self.techniques.items(), key=lambda kv: (-kv[1], kv[0])))
         d["skipped"] = [s.__dict__ for s in self.skipped]
         return d
-
-
-# --- where the code comes from ----------------------------------------------------------
-
-def resolve_package(name: str) -> tuple[Path, str, str]:
-    """(package directory, distribution name, version) of an installed package."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as exc:
-        raise FileNotFoundError(f"package {name!r} is not importable: {exc}") from exc
-    if spec is None:
-        raise FileNotFoundError(f"package {name!r} is not installed in this environment")
-    if spec.submodule_search_locations:
-        root = Path(list(spec.submodule_search_locations)[0])
-    elif spec.origin:
-        root = Path(spec.origin)
-    else:
-        raise FileNotFoundError(f"package {name!r} has no files on disk")
-    dists = importlib.metadata.packages_distributions().get(name, [])
-    dist = dists[0] if dists else name
-    try:
-        version = importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    return root, dist, version
-
-
-def git_version(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 # --- facts, cached by content hash -----------------------------------------------------
@@ -231,32 +199,30 @@ def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
 
 # --- the pipeline ------------------------------------------------------------------------
 
-def mine(root: Path, kb, *, source: str | None = None, version: str | None = None,
-         rel_prefix: str = "", jobs: int | None = None, embedder=None,
+def mine(source: Source, kb, *, jobs: int | None = None, embedder=None,
          cache_root: Path | None = None, progress: Progress | None = None) -> MineReport:
+    """Mine ``source`` into ``kb``: its name and version go on every record written, its
+    items are the files considered (files gone from it since the last mine are removed)."""
     from skel.kernels.model import KernelFacts
     from skel.store.knowledge import KernelRecord, SourceRecord
 
+    if isinstance(source, (str, os.PathLike)):
+        raise TypeError("mine() takes a Source, e.g. DirectorySource(path), PackageSource(name) "
+                        "or GitSource(repo, rev) from skel.miner.sources")
     t0 = time.perf_counter()
-    root = Path(root)
-    if not root.exists():
-        raise FileNotFoundError(f"{root} does not exist")
-    source = source or root.resolve().name
-    version = version or git_version(root) or "unversioned"
+    name, version = source.name, source.version
     jobs = jobs or min(2, os.cpu_count() or 1)
-    report = MineReport(source=source, version=version, root=str(root))
+    report = MineReport(source=name, version=version, root=source.root)
 
     files: list[SourceFile] = []
-    for item in walk.discover(root):
+    for item in source.items():
         if isinstance(item, Skipped):
-            item.rel = rel_prefix + item.rel
             report.skipped.append(item)
-            continue
-        item.rel = rel_prefix + item.rel
-        files.append(item)
+        else:
+            files.append(item)
     report.files = len(files) + sum(1 for s in report.skipped if s.rel.endswith(".py"))
 
-    started = SourceRecord(name=source, version=version, root=str(root), state="mining", started=time.time())
+    started = SourceRecord(name=name, version=version, root=source.root, state="mining", started=time.time())
     kb.put_source(started)
 
     # A file is up to date in the store when neither its content nor the catalog changed:
@@ -266,7 +232,7 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
 
     catalog = catalog_fingerprint()
     stamp = {f.rel: hashlib.sha1(f"{f.digest}:{catalog}".encode()).hexdigest() for f in files}
-    known = kb.file_hashes(source)
+    known = kb.file_hashes(name)
     changed = [f for f in files if known.get(f.rel) != stamp[f.rel]]
     report.unchanged = len(files) - len(changed)
     removed = sorted(set(known) - set(stamp))
@@ -288,8 +254,8 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
         writes.append((f, [(KernelFacts.from_dict(d["facts"]), d["uses"], d["fits"]) for d in value]))
 
     if removed:
-        kb.delete_kernels({"$and": [{"source": source}, {"file": {"$in": removed}}]})
-        kb.forget_files(source, removed)
+        kb.delete_kernels({"$and": [{"source": name}, {"file": {"$in": removed}}]})
+        kb.forget_files(name, removed)
 
     for i in range(0, len(writes), BATCH):
         batch = writes[i:i + BATCH]
@@ -300,9 +266,9 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
             seen: Counter = Counter()
             for k, uses, fits in kernels:
                 seen[k.name] += 1
-                rid = hashlib.sha1(f"{source}\0{f.rel}\0{k.name}\0{seen[k.name]}".encode()).hexdigest()
+                rid = hashlib.sha1(f"{name}\0{f.rel}\0{k.name}\0{seen[k.name]}".encode()).hexdigest()
                 records.append(KernelRecord(
-                    id=rid, source=source, version=version, file=f.rel, function=k.name,
+                    id=rid, source=name, version=version, file=f.rel, function=k.name,
                     line_start=k.line_start, line_end=k.line_end, content_hash=f.digest,
                     techniques=uses, applicable=fits, tests=covering_tests(module, launchers, tests),
                     tokens=k.tokens(), text=k.text(),
@@ -319,14 +285,14 @@ def mine(root: Path, kb, *, source: str | None = None, version: str | None = Non
         # also files never marked: an interrupted run may have added their kernels already
         batch_files = [f.rel for f, _ in batch]
         if batch_files:
-            kb.delete_kernels({"$and": [{"source": source}, {"file": {"$in": batch_files}}]})
+            kb.delete_kernels({"$and": [{"source": name}, {"file": {"$in": batch_files}}]})
         kb.add_many(records)
-        kb.mark_files(source, {f.rel: stamp[f.rel] for f, _ in batch})  # the commit marker
+        kb.mark_files(name, {f.rel: stamp[f.rel] for f, _ in batch})  # the commit marker
         report.kernels_written += len(records)
         if progress:
             progress(min(i + BATCH, len(writes)), len(writes), "store")
 
-    mined = kb.kernels(where={"source": source})
+    mined = kb.kernels(where={"source": name})
     report.kernels = len(mined)
     report.kernel_files = len({r.file for r in mined})
     for r in mined:

@@ -3,6 +3,12 @@
 Every problem becomes a ``Skipped`` entry with a short reason; nothing here raises for a
 single bad file. Symlinked directories are followed once: a directory seen again through
 another link is a loop and is skipped.
+
+The filtering rules live here, once, for every source (skel/miner/sources.py): which
+directories are never entered (``skip_dir``), which files are read (``wanted``), the size
+limit (``too_large``) and what makes content unusable (``decode``: NUL bytes, not UTF-8).
+``discover`` applies them to a folder on disk; a git tree applies the same functions to
+the entries of ``git ls-tree``.
 """
 
 from __future__ import annotations
@@ -70,9 +76,9 @@ def discover(root: Path) -> Iterator[SourceFile | Skipped]:
         for e in entries:
             try:
                 if e.is_dir():  # follows symlinks; loops are caught by `seen`
-                    if e.name not in SKIP_DIRS and not e.name.startswith("."):
+                    if not skip_dir(e.name):
                         subdirs.append(Path(e.path))
-                elif e.name.endswith(".py"):
+                elif wanted(e.name):
                     yield _read(Path(e.path), _rel(Path(e.path), root))
             except OSError as exc:
                 reason = "symlink loop" if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}"
@@ -90,8 +96,8 @@ def _rel(p: Path, root: Path) -> str:
 def _read(path: Path, rel: str) -> SourceFile | Skipped:
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
-            return Skipped(rel, f"too large ({size // 1024} KiB > {MAX_BYTES // 1024} KiB)")
+        if skipped := too_large(rel, size):
+            return skipped
         data = path.read_bytes()
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -99,15 +105,49 @@ def _read(path: Path, rel: str) -> SourceFile | Skipped:
         if exc.errno == errno.ENOENT and path.is_symlink():
             return Skipped(rel, "broken symlink")
         return Skipped(rel, f"unreadable: {exc.strerror or exc}")
+    return decode(rel, data)
+
+
+# --- the rules every source applies ------------------------------------------------------
+
+def skip_dir(name: str) -> bool:
+    """True for a directory never mined: VCS data, caches, build output, virtualenvs, hidden."""
+    return name in SKIP_DIRS or name.startswith(".")
+
+
+def wanted(name: str) -> bool:
+    """True for a file name worth reading (inside a folder; a file named on its own is read)."""
+    return name.endswith(".py")
+
+
+def too_large(rel: str, size: int) -> Skipped | None:
+    """The skip for a file over MAX_BYTES, before its content is read; None when it fits."""
+    if size > MAX_BYTES:
+        return Skipped(rel, f"too large ({size // 1024} KiB > {MAX_BYTES // 1024} KiB)")
+    return None
+
+
+def is_test(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return bool(TEST_FILE.match(name)) or "/tests/" in f"/{rel}" or "/test/" in f"/{rel}"
+
+
+def order(rel: str) -> tuple:
+    """Sort key giving ``discover``'s order for a list of paths: in each directory its files
+    by name, then its subdirectories by name, depth first."""
+    parts = rel.split("/")
+    return tuple((1, p) for p in parts[:-1]) + ((0, parts[-1]),)
+
+
+def decode(rel: str, data: bytes) -> SourceFile | Skipped:
+    """A file's bytes as a ``SourceFile``, or why they cannot be mined."""
     if b"\0" in data:
         return Skipped(rel, "binary (NUL bytes)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Skipped(rel, f"not UTF-8 (byte {exc.start})")
-    name = rel.rsplit("/", 1)[-1]
-    is_test = bool(TEST_FILE.match(name)) or "/tests/" in f"/{rel}" or "/test/" in f"/{rel}"
-    return SourceFile(rel=rel, text=text, digest=digest(data), is_test=is_test)
+    return SourceFile(rel=rel, text=text, digest=digest(data), is_test=is_test(rel))
 
 
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+\(?([^)#\n]*)|import\s+([\w., ]+))", re.M)

@@ -1,0 +1,276 @@
+"""Where mined code comes from: one seam, several kinds of source.
+
+A ``Source`` has a ``name`` and a ``version`` (recorded with every kernel), a ``root`` (shown
+to people and recorded with the source) and ``items()``: every file worth mining as a
+``SourceFile`` (rel path with forward slashes, text, digest, is_test) or a ``Skipped`` (rel
+path, reason). ``skel.miner.mine.mine`` reads only this, so a new kind of source — another
+language, a repository's history — is one more class here, not a fork of the miner.
+
+- ``DirectorySource(path)``: a checkout, a folder or one file on disk.
+- ``PackageSource(import_name)``: an installed Python package; paths start with its name.
+- ``GitSource(repo, rev)``: a git repository's tree at a revision, read with git plumbing
+  (nothing is checked out; the working tree and index are never touched).
+
+All three apply the same filters, size limit and skip reasons (skel/miner/walk.py).
+
+Errors: a source that cannot be found — a missing path, a package that is not installed, a
+folder that is not a git repository, a revision or path the repository does not have —
+raises ``FileNotFoundError`` with a one-line message when the source is created, before
+anything is read. A single bad file never raises; it becomes a ``Skipped``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import subprocess
+import threading
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Iterator
+
+from skel.miner import walk
+from skel.miner.walk import Skipped, SourceFile
+
+Item = SourceFile | Skipped
+
+
+class Source(ABC):
+    """Something to mine: a name and version for the records, a root to show, its files."""
+
+    name: str
+    version: str
+    root: str
+
+    @abstractmethod
+    def items(self) -> Iterator[Item]:
+        """Every file worth mining, or why it was skipped; rel paths are unique."""
+
+    def __iter__(self) -> Iterator[Item]:
+        return self.items()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, version={self.version!r}, root={self.root!r})"
+
+
+# --- a folder on disk --------------------------------------------------------------------
+
+class DirectorySource(Source):
+    """A checkout, a folder or a single file. Name defaults to the directory's name, version
+    to the git HEAD commit when ``path`` is in a git checkout, else ``"unversioned"``.
+    ``prefix`` is put before every rel path (``PackageSource`` uses it)."""
+
+    def __init__(self, path: str | os.PathLike, name: str | None = None, version: str | None = None,
+                 *, prefix: str = "") -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"{path}: no such file or directory")
+        self.name = name or self.path.resolve().name
+        self.version = version or git_version(self.path) or "unversioned"
+        self.root = str(self.path)
+        self.prefix = prefix
+
+    def items(self) -> Iterator[Item]:
+        for item in walk.discover(self.path):
+            item.rel = self.prefix + item.rel
+            yield item
+
+
+# --- an installed package ----------------------------------------------------------------
+
+class PackageSource(DirectorySource):
+    """An installed package, found the way ``import`` would find it. Name defaults to its
+    distribution's name (``fla`` → ``fla-core``), version to the distribution's version
+    (``"unknown"`` without metadata); rel paths start with ``<import_name>/`` (a single-module
+    package: just its file name)."""
+
+    def __init__(self, import_name: str, name: str | None = None, version: str | None = None) -> None:
+        path, dist, dist_version = resolve_package(import_name)
+        super().__init__(path, name or dist, version or dist_version,
+                         prefix="" if path.is_file() else f"{import_name}/")
+        self.import_name = import_name
+
+
+def resolve_package(name: str) -> tuple[Path, str, str]:
+    """(package directory, distribution name, version) of an installed package."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        raise FileNotFoundError(f"package {name!r} is not importable: {exc}") from exc
+    if spec is None:
+        raise FileNotFoundError(f"package {name!r} is not installed in this environment")
+    if spec.submodule_search_locations:
+        root = Path(list(spec.submodule_search_locations)[0])
+    elif spec.origin:
+        root = Path(spec.origin)
+    else:
+        raise FileNotFoundError(f"package {name!r} has no files on disk")
+    dists = importlib.metadata.packages_distributions().get(name, [])
+    dist = dists[0] if dists else name
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return root, dist, version
+
+
+def git_version(root: Path) -> str | None:
+    """The HEAD commit of the checkout holding ``root``, or None."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+# --- a git tree at a revision ------------------------------------------------------------
+
+SYMLINK_MODE = "120000"
+
+
+class GitSource(Source):
+    """The tree of a git repository at ``rev`` (a commit, branch, tag, ``HEAD~3`` …), read
+    with ``git ls-tree`` and ``git cat-file --batch``: nothing is checked out.
+
+    ``repo_path`` is the repository (a checkout or a bare repository) or a folder or file
+    inside a checkout, which limits the mine to that path at ``rev``. Version is the
+    resolved commit (``self.commit``) unless given; name defaults to the folder's name, as
+    for ``DirectorySource`` (a bare repository's ``.git`` suffix dropped). The walk's
+    filters, size limit and skip reasons apply unchanged; symlinks in the tree are not
+    followed (a symlinked ``.py`` file is skipped, a symlinked directory ignored) and
+    submodules are skipped.
+    """
+
+    def __init__(self, repo_path: str | os.PathLike, rev: str = "HEAD", name: str | None = None,
+                 version: str | None = None) -> None:
+        path = Path(repo_path)
+        if not path.exists():
+            raise FileNotFoundError(f"{repo_path}: no such file or directory")
+        self.cwd = path if path.is_dir() else path.parent
+        self.rev = rev
+        inside = self._git("rev-parse", "--show-prefix")
+        if inside is None:
+            raise FileNotFoundError(f"{repo_path}: not a git repository")
+        if rev.startswith("-") or not rev.strip():
+            raise FileNotFoundError(f"{repo_path}: {rev!r} is not a revision")
+        commit = self._git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        if not commit:
+            raise FileNotFoundError(f"{repo_path}: no commit {rev!r} in this repository")
+        self.commit = commit.strip()
+        self.subpath = inside.strip().rstrip("/")  # where repo_path is inside the repository
+        if path.is_file():
+            self.subpath = f"{self.subpath}/{path.name}".lstrip("/")
+        kind = self._git("cat-file", "-t", f"{self.commit}:{self.subpath}")
+        if kind is None or kind.strip() not in ("tree", "blob"):
+            raise FileNotFoundError(f"{repo_path}: {self.subpath or '.'} does not exist at {rev}")
+        self.is_file = kind.strip() == "blob"
+        named = path.resolve()
+        if named.name == ".git":  # the repository's own git directory
+            named = named.parent
+        self.name = name or named.name.removesuffix(".git") or named.name  # as DirectorySource names it
+        self.version = version or self.commit
+        self.root = f"{path}@{rev}"
+
+    def _git(self, *args: str) -> str | None:
+        """stdout of a git command run in the repository, or None when it fails."""
+        try:
+            out = subprocess.run(["git", "-C", str(self.cwd), *args], capture_output=True, text=True,
+                                 timeout=60)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError("git is not installed (needed to mine a revision)") from exc
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout if out.returncode == 0 else None
+
+    def _entries(self) -> list[tuple[str, str, str, str, str]]:
+        """(mode, type, object, size, rel) of every entry under the mined path, recursively."""
+        if self.is_file:
+            parent, _, base = self.subpath.rpartition("/")
+            listing = self._ls_tree(f"{self.commit}:{parent}", recursive=False)
+            return [(m, t, o, s, base) for m, t, o, s, rel in listing if rel == base]
+        return self._ls_tree(f"{self.commit}:{self.subpath}", recursive=True)
+
+    def _ls_tree(self, tree: str, recursive: bool) -> list[tuple[str, str, str, str, str]]:
+        args = ["ls-tree", "-l", "-z", "--full-tree"] + (["-r"] if recursive else []) + [tree]
+        try:
+            out = subprocess.run(["git", "-C", str(self.cwd), *args], capture_output=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OSError(f"git ls-tree {tree} failed: {exc}") from exc
+        if out.returncode != 0:
+            raise OSError(f"git ls-tree {tree} failed: {out.stderr.decode(errors='replace').strip()}")
+        entries = []
+        for record in out.stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _, rel = record.partition(b"\t")
+            mode, kind, obj, size = meta.decode().split()
+            entries.append((mode, kind, obj, size, os.fsdecode(rel)))
+        return entries
+
+    def items(self) -> Iterator[Item]:
+        plan: list[tuple[str, str | Item]] = []  # (rel, object to read | decided item)
+        for mode, kind, obj, size, rel in self._entries():
+            *dirs, base = rel.split("/")
+            if any(walk.skip_dir(d) for d in dirs):
+                continue
+            if kind == "commit":
+                plan.append((rel, Skipped(rel, "git submodule (not followed)")))
+            elif kind != "blob" or not (self.is_file or walk.wanted(base)):
+                continue
+            elif mode == SYMLINK_MODE:
+                plan.append((rel, Skipped(rel, "symlink (not followed in a git tree)")))
+            elif skipped := walk.too_large(rel, int(size)):
+                plan.append((rel, skipped))
+            else:
+                plan.append((rel, obj))
+        plan.sort(key=lambda p: walk.order(p[0]))
+        to_read = [what for _, what in plan if isinstance(what, str)]
+        blobs = self._cat_file(to_read)
+        try:
+            for rel, what in plan:
+                if not isinstance(what, str):
+                    yield what
+                    continue
+                data = next(blobs)
+                yield walk.decode(rel, data) if data is not None else \
+                    Skipped(rel, "unreadable: object missing from the repository")
+        finally:
+            blobs.close()  # stops git at once when the caller stops early
+
+    def _cat_file(self, objects: list[str]) -> Iterator[bytes | None]:
+        """Contents of ``objects`` in order (None for one the repository lacks), streamed
+        through one ``git cat-file --batch``."""
+        if not objects:
+            return
+        proc = subprocess.Popen(["git", "-C", str(self.cwd), "cat-file", "--batch"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+        def feed() -> None:  # a thread, so a full stdout pipe never blocks our writes
+            try:
+                for obj in objects:
+                    proc.stdin.write(obj.encode() + b"\n")
+                proc.stdin.close()
+            except OSError:  # git exited (the reader reports it)
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        try:
+            for obj in objects:
+                header = proc.stdout.readline().split()
+                if len(header) == 2 and header[1] == b"missing":
+                    yield None
+                    continue
+                if len(header) != 3:
+                    raise OSError(f"git cat-file --batch stopped at {obj} in {self.cwd}")
+                data = proc.stdout.read(int(header[2]))
+                proc.stdout.read(1)  # the newline after each object
+                yield data
+        finally:
+            proc.stdout.close()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            writer.join(timeout=5)
