@@ -271,3 +271,26 @@ def k(x_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
     assert [(d.line, d.op) for d in fl.defs["acc"]] == [(9, "="), (16, "+="), (18, "="), (20, "-=")]
     store = fl.named("tl.store")[0]
     assert store.line == 21 and not store.loops
+
+
+def test_one_parse_per_file_on_the_mine_path(tmp_path, kb, hash_embedder):
+    """`mine` parses each kernel file once — facts, tags (conditions and the data-flow view)
+    included — and not at all when the facts cache already holds it."""
+    import skel.kernels.triton as triton
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+    from skel.skeletons.registry import all_skeletons, fixture_path
+    from skel.store.knowledge import KnowledgeBase
+
+    all_skeletons()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for sid in ("online-softmax", "split-k-reduction"):
+        (repo / fixture_path(sid).name).write_text(fixture_path(sid).read_text())
+    before = triton.PARSES
+    report = mine(DirectorySource(repo), kb, embedder=hash_embedder, jobs=1, cache_root=tmp_path / "cache")
+    assert report.kernels > 4 and report.parsed == 2
+    assert triton.PARSES - before == 2
+    again = mine(DirectorySource(repo), KnowledgeBase.open(str(tmp_path / "other")), embedder=hash_embedder,
+                 jobs=1, cache_root=tmp_path / "cache")
+    assert again.cached == 2 and triton.PARSES - before == 2

@@ -250,20 +250,6 @@ def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] |
     return Condition(name, describe, test)
 
 
-def any_of(*conds: Condition) -> Condition:
-    out = conds[0]
-    for c in conds[1:]:
-        out = out | c
-    return out
-
-
-def all_of(*conds: Condition) -> Condition:
-    out = conds[0]
-    for c in conds[1:]:
-        out = out & c
-    return out
-
-
 ALWAYS = Condition("always", "any kernel", lambda k: [])
 
 #: Launch meta-parameters unpacked from a config dict (`kernel[grid](..., **config)`): in
