@@ -50,13 +50,15 @@ def get(skeleton_id: str) -> Skeleton:
 
 @lru_cache(maxsize=1)
 def catalog_fingerprint() -> str:
-    """A hash of every catalog module's source (and the shared condition code): it changes
-    whenever what a skeleton detects may have changed, so mined tags can be refreshed."""
+    """A hash of every catalog module's source (and the shared condition, predicate and flow
+    code): it changes whenever what a skeleton detects may have changed, so mined tags can
+    be refreshed."""
     import hashlib
 
     h = hashlib.sha1()
     here = Path(__file__).parent
-    for p in sorted([*here.glob("catalog/*.py"), here / "conditions.py", here / "flow.py", here / "base.py"]):
+    for p in sorted([*here.glob("catalog/*.py"), *here.glob("predicates/*.py"),
+                     here / "conditions.py", here / "flow.py", here / "base.py"]):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 

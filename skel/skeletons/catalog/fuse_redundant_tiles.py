@@ -50,9 +50,10 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, split_top
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, split_top
+from skel.skeletons.predicates.dots import no_dot
+from skel.skeletons.predicates.names import IDENT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
 _BV = r"(BV|BLOCK_V|BLOCK_DV|BLOCK_SIZE_V|BLOCK_D_V)"
 _NORM_GATE = {"tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "exp", "exp2", "tl.sigmoid", "sigmoid", "softplus",
               "tl.log", "log", "tl.math.rsqrt", "tl.math.exp2", "l2norm", "rsqrt", "sqrt", "logsigmoid"}
@@ -65,7 +66,7 @@ def _pairs(a) -> list[tuple[str, set[str]]]:
     extra = set(tg) if a.op != "=" else set()
     vals = split_top(a.value) if len(tg) > 1 else []
     if len(tg) > 1 and len(vals) == len(tg):
-        return [(t, (set(_ID.findall(v)) & set(a.names)) | extra) for t, v in zip(tg, vals)]
+        return [(t, (set(IDENT.findall(v)) & set(a.names)) | extra) for t, v in zip(tg, vals)]
     return [(t, set(a.names) | extra) for t in tg]
 
 
@@ -153,7 +154,7 @@ SHARED_WORK_PER_TILE = custom(
     _v_tiled_with_shared_work,
 )
 
-NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot` (tensor-core work dwarfs the shared fp32 work)")
+NO_DOT_WORK = no_dot("tensor-core work dwarfs the shared fp32 work")
 
 SKELETON = Skeleton(
     id="fuse-redundant-tiles",
@@ -162,7 +163,7 @@ SKELETON = Skeleton(
     category=Category.DECOMPOSITION,
     doc=__doc__,
     present=V_TILES_FUSED,
-    preconditions=[V_TILE_AXIS, SHARED_WORK_PER_TILE, NO_DOT],
+    preconditions=[V_TILE_AXIS, SHARED_WORK_PER_TILE, NO_DOT_WORK],
     env=Env(),
     helps=("compute",),
     before='''

@@ -42,9 +42,9 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import call_name, flow_of, names_in
-from skel.skeletons.catalog.native_cumsum import triangular_ones
 from skel.skeletons.conditions import calls, custom, dot_operands_fp32, dot_operands_lowp, operand_dtype
+from skel.skeletons.flow import call_name, flow_of, names_in
+from skel.skeletons.predicates.masks import triangular_ones
 
 _LOWP_OUT = ("float16", "bfloat16")
 

@@ -49,10 +49,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.persistent_kernel import (
-    NO_DOT, ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION,
-)
 from skel.skeletons.conditions import assign_targets, custom
+from skel.skeletons.predicates.dots import NO_DOT
+from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION
 
 _ROW_BLOCK = re.compile(r"BLOCK_ROWS?|BLOCK_SIZE_ROWS?|ROWS_PER_(BLOCK|PROGRAM|PROG|CTA)|BLOCK_M|BLOCK_SIZE_M|"
                         r"BT|BR|BLOCK_T|ROW_BLOCK(_SIZE)?|BLOCK_N_ROWS|NUM_ROWS")
