@@ -11,7 +11,8 @@ the grid becomes a function of them, see `autotune-grid-lambda`).
 The best tile shape, warp count and pipeline depth depend on the problem shape, the
 dtype and the GPU (SMEM size, register file, tensor-core generation). A config picked
 by hand on one GPU and one shape can be far from the best on another; the autotuner
-measures instead of guessing. FLA autotunes ~190 kernels and Liger 13 (techniques.md).
+measures instead of guessing. flash-linear-attention and Liger-Kernel both autotune
+their kernels this way (see References).
 
 ## Applies when
 - the kernel is a launched kernel (it reads `tl.program_id`) with tile-size constexpr

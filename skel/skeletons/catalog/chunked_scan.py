@@ -19,8 +19,8 @@ The step form does `T` rank-1 updates with elementwise CUDA-core math and a stri
 dependency from one token to the next: it cannot use tensor cores and has little
 parallelism along T. The chunked form turns the work (plus an intra-chunk term of
 about T*BT*(K+V) extra FLOPs) into `T / BT` matmuls of `[BT, K] x [K, V]` on tensor
-cores (platform.md: ~790 TFLOP/s bf16 matmul on the H200, far above what elementwise
-fp32 math reaches) and lets the intra-chunk work of all chunks run in parallel. It is the core of FLA's
+cores (dense bf16 matmul throughput is far above what elementwise fp32 math reaches)
+and lets the intra-chunk work of all chunks run in parallel. It is the core of FLA's
 `chunk_*` kernels.
 
 ## Applies when

@@ -11,9 +11,9 @@ and its registers, instead of emitting both paths and a runtime test.
 A runtime `if` on a scalar keeps both arms in the binary: the unused arm still costs
 registers (raising pressure and possibly lowering occupancy), blocks some scheduling
 across the branch, and may keep extra pointer arithmetic and loads alive. A constexpr
-flag removes all of that; one source then serves many variants at no runtime cost. FLA
-uses flags on ~340 kernels and Liger on its losses (`HAS_WEIGHT`, `HAS_SOFTCAPPING`)
-(techniques.md).
+flag removes all of that; one source then serves many variants at no runtime cost.
+flash-linear-attention and Liger-Kernel both write their switches this way (see
+References).
 
 ## Applies when
 - the kernel is launched (reads `tl.program_id`) and has an `if` whose test reads only
@@ -31,8 +31,8 @@ uses flags on ~340 kernels and Liger on its losses (`HAS_WEIGHT`, `HAS_SOFTCAPPI
 - the branch is in cold code whose cost does not matter.
 
 ## References
-- flash-linear-attention `fla/ops/gla/chunk.py` (`USE_G`, `IS_VARLEN` flags)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` flags; fla-core 0.6.0)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`; liger-kernel 0.8.5)
 """
 
 from __future__ import annotations

@@ -11,11 +11,10 @@ the shared prologue — does it once per head.
 
 ## Why it is faster
 The redundant part is paid `NV = cdiv(V, BV)` times: with V = 128 and BV = 32, q/k
-normalisation and gating run 4x per (token, head). In the KDA decode case of the brief,
-fusing the V tiles gave 1.71x. It helps when that shared work is a real share of the
-program's work (compute-bound, or a recurrence whose per-step fp32 work dominates); in
-a memory-bound step, platform.md measured hoisting such cheap per-tile work at ~1.0x on
-the H200 — the loads dominate and the extra math hides under them.
+normalisation and gating run 4x per (token, head). It helps when that shared work is a
+real share of the program's work (compute-bound, or a recurrence whose per-step fp32
+work dominates); in a memory-bound step the loads dominate and the extra math hides
+under them.
 
 ## Applies when
 - a program-id axis only offsets the V dimension (`i_v * BV`);
@@ -31,7 +30,7 @@ the H200 — the loads dominate and the extra math hides under them.
 - the grid is small (decode with few heads and sequences): splitting V is what fills
   the SMs, and fusing removes parallelism — compare `B * H * NV` with the SM count;
 - the V-independent work is negligible next to the V-dependent loads (memory-bound
-  steps: ~1.0x);
+  steps);
 - the state `[BK, BV]` per program would not fit in registers for `BV = V` (K = V = 256
   in fp32 is 256 KB): use an inner loop over V tiles instead of one wide tile;
 - the kernel already covers V in one program (an inner loop over V tiles after the

@@ -15,7 +15,7 @@ so the compiler emits unpredicated, vectorised loads and drops the per-iteration
 compare-and-select. A runtime `if K % BLOCK_K == 0` inside the kernel keeps both paths.
 Unlike passing the flag by hand from the launcher, a heuristic also works when
 `BLOCK_K` is autotuned (the launcher cannot know it) and cannot be forgotten at one of
-several call sites. FLA uses heuristics on ~300 kernels (techniques.md).
+several call sites.
 
 ## Applies when
 - the kernel is launched (reads `tl.program_id`) and

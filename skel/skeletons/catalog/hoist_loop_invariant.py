@@ -18,10 +18,10 @@ pipelines) hoists an invariant `tl.load` only when the loop body does no memory 
 and moves side-effect-free math only once its inputs are outside the loop. Loops that
 store every iteration — a recurrence writing one output row per step, the common case
 in decode and scan kernels — therefore keep the load and everything computed from it
-inside. How much the manual hoist buys depends on the share of the work: platform.md
-measured hoisting cheap per-tile work (q/k normalisation, a gate) out of a memory-bound
-decode step at ~1.0x on the H200 — it pays when the repeated work is a real share
-(long loops over small tiles, compute-heavy steps).
+inside. How much the manual hoist buys depends on the share of the work: cheap
+per-tile work (q/k normalisation, a gate) hides under the loads of a memory-bound decode
+step; it pays when the repeated work is a real share (long loops over small tiles,
+compute-heavy steps).
 
 ## Applies when
 - an assignment inside a `for` loop calls `tl.load` (possibly with a cast, reduction or

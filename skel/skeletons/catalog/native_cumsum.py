@@ -22,8 +22,8 @@ subtract-from-total trick lost small suffix contributions (fla-org/flash-linear-
   3.0, added in 2024 — triton-lang/triton#3177).
 
 ## Does not apply when
-- older Triton, where the survey notes the matmul form was preferred (techniques.md lists
-  both directions in history, #28 vs #29);
+- older Triton without reverse scans (before triton-lang/triton#3177): only the forward
+  prefix sum is native there, so a suffix sum keeps the matmul form;
 - the scan is fused into a larger matmul chain (the ones-matrix product is one term of a
   bigger `tl.dot` expression), where tensor cores do the work for free;
 - the mask is a causal mask applied to data (`tl.where(m, b_A, 0)`), not constant ones:

@@ -17,9 +17,8 @@ and the launch is dominated by per-program overhead: block scheduling, the prolo
 (offsets, masks), loads of row-invariant data such as a norm weight, and the tail wave.
 A persistent program pays these once and streams rows back to back, and the compiler
 can pipeline loads of the next row under the math of the current one (`tl.range` with
-`num_stages`). platform.md measured a row softmax on the H200: 128 columns with 32 rows
-per program ~2x; with 4,096 columns ~1.0x (memory-bound, the per-row work already hides
-the overhead).
+`num_stages`). The gain shrinks as rows widen: a memory-bound row's own work already
+hides the per-program overhead.
 
 ## Applies when
 - the kernel uses a 1-D grid (`tl.program_id(0)` only) with the program id as a row
@@ -30,7 +29,7 @@ the overhead).
 
 ## Does not apply when
 - rows are wide (thousands of columns or a column loop): the kernel is memory-bound and
-  persistence buys ~nothing (platform.md: ~1.0x at 4,096 columns);
+  persistence buys little;
 - there are few rows (fewer than a few waves of programs): launch overhead is small;
 - the kernel already loops over rows with a `tl.num_programs`/`NUM_SMS` stride or a
   `rows_per_program` slice;
