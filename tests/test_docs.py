@@ -43,3 +43,18 @@ def test_every_command_has_help_text():
         args = c.split()[1:] + ["--help"]
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 0 and len(r.output) > 200, c
+
+
+# internal team notes a user of skel does not have: a skeleton's documentation must cite
+# something the user can open (a repository path at a version, a paper, a URL, a doc here)
+INTERNAL_SOURCES = re.compile(r"platform\.md|techniques\.md|\bthe brief\b", re.IGNORECASE)
+
+
+def test_skeleton_docs_cite_no_internal_notes():
+    bad = {}
+    for s in all_skeletons():
+        text = "\n".join((s.doc, s.title, s.summary))
+        found = sorted({m.group(0) for m in INTERNAL_SOURCES.finditer(text)})
+        if found:
+            bad[s.id] = found
+    assert not bad, f"skeleton docs cite internal notes (cite a path at a version, a paper or a URL): {bad}"

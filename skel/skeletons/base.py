@@ -200,10 +200,6 @@ class Skeleton:
     def section(self, heading: str) -> str:
         return doc_sections(self.doc).get(heading, "")
 
-    @property
-    def references(self) -> list[str]:
-        return [ln.lstrip("-* ").strip() for ln in self.section("References").splitlines() if ln.strip()]
-
 
 def doc_sections(doc: str) -> dict[str, str]:
     out: dict[str, str] = {}

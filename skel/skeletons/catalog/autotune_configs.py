@@ -11,7 +11,8 @@ the grid becomes a function of them, see `autotune-grid-lambda`).
 The best tile shape, warp count and pipeline depth depend on the problem shape, the
 dtype and the GPU (SMEM size, register file, tensor-core generation). A config picked
 by hand on one GPU and one shape can be far from the best on another; the autotuner
-measures instead of guessing. FLA autotunes ~190 kernels and Liger 13 (techniques.md).
+measures instead of guessing. flash-linear-attention and Liger-Kernel both autotune
+their kernels this way (see References).
 
 ## Applies when
 - the kernel is a launched kernel (it reads `tl.program_id`) with tile-size constexpr
@@ -48,185 +49,13 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, decorated
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom
+from skel.skeletons.predicates.autotune import AUTOTUNED
+from skel.skeletons.predicates.names import IDENT, TILE_NAME
+from skel.skeletons.predicates.pointers import ACCUMULATES
+from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_id_vars
 
-# --- shared helpers for the tuning skeletons ------------------------------------------
-
-#: tile-size meta-parameters: BLOCK_M, BLOCK_SIZE_K, TILE_N, BK, BV, BM ...
-TILE_NAME = re.compile(r"(BLOCK|TILE)(_?[A-Z0-9]+)*|B[A-Z]{1,2}")
-#: autotune Config keywords that are not kernel meta-parameters
-CONFIG_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "pre_hook", "num_buffers_warp_spec",
-                  "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer"}
 _LITERAL_INT = re.compile(r"\d+")
-
-
-def decorator_text(k) -> str:
-    """The kernel's decorators as written (everything above its ``def``)."""
-    head, sep, _ = k.source.partition("\ndef ")
-    return head if sep else ""
-
-
-def autotune_text(k) -> str:
-    text = decorator_text(k)
-    i = text.find("autotune(")
-    return text[i:] if i >= 0 else ""
-
-
-def autotune_config_keys(k) -> set[str]:
-    """Every name set inside the autotune configs (meta-parameters and Config options).
-
-    The facts' ``config_keys`` are empty when the decorator also spreads ``**kwargs``
-    (FLA's ``**autotune_cache_kwargs``), so the decorator text is read as well."""
-    d = k.decorator("triton.autotune")
-    if d is None:
-        return set()
-    keys = set(d.config_keys)
-    text = autotune_text(k)
-    for body in re.findall(r"Config\(\s*\{([^{}]*)\}", text):
-        keys.update(re.findall(r"['\"](\w+)['\"]\s*:", body))
-    keys.update(re.findall(r"\b(num_warps|num_stages|num_ctas|maxnreg)\s*=", text))
-    return keys
-
-
-def autotune_key_names(k) -> list[str]:
-    d = k.decorator("triton.autotune")
-    return [x.strip("'\" ") for x in d.list_items] if d else []
-
-
-def autotune_multi_config(k) -> bool:
-    """More than one config (or configs we cannot count: generated or built elsewhere)."""
-    d = k.decorator("triton.autotune")
-    if d is None:
-        return False
-    if d.config_count > 1 or d.config_count == -1:
-        return True
-    text = autotune_text(k)
-    if d.config_count == 1 and " for " not in text:
-        return False
-    configs = d.kwargs.get("configs", "")
-    if configs.startswith("[") and " for " not in configs and configs.count("Config(") == 1:
-        return False
-    return bool(configs) or "Config(" in text
-
-
-def tuned_meta_params(k) -> set[str]:
-    """Kernel constexpr parameters the autotuner sets (BLOCK sizes, flags)."""
-    if k.decorator("triton.autotune") is None:
-        return set()
-    constexprs = {p.name for p in k.params if p.constexpr}
-    tuned = autotune_config_keys(k) & constexprs
-    if tuned or not k.launches or "Config(" in autotune_text(k):
-        return tuned  # configs written out: their keys are the whole answer
-    # configs built by a helper function: the tile params no launch passes are tuned
-    # (only when every launch passes keywords we can see; `**kwargs` launches hide them)
-    if any(not ln.kwargs for ln in k.launches):
-        return set()
-    passed = {kw for ln in k.launches for kw in ln.kwargs}
-    heur = {x.strip("'\" ") for d in k.decorators if d.name == "triton.heuristics" for x in d.list_items}
-    return {p for p in constexprs if TILE_NAME.fullmatch(p) and p not in passed and p not in heur}
-
-
-def program_id_vars(k) -> set[str]:
-    """Names holding a program id, directly or through one level of arithmetic."""
-    names: set[str] = set()
-    for c in k.calls_named("tl.program_id"):
-        names.update(re.findall(r"[A-Za-z_]\w*", c.target))
-    for _ in range(2):
-        for a in k.assigns:
-            if a.loop_depth == 0 and names & set(a.names) and "tl.arange" not in a.calls:
-                names.update(t for t in a.targets if re.fullmatch(r"[A-Za-z_]\w*", t))
-    return names
-
-
-def program_axes(k) -> set[int]:
-    axes = set()
-    for c in k.calls_named("tl.program_id"):
-        arg = c.args[0] if c.args else c.kwargs.get("axis", "0")
-        axes.add(int(arg) if arg.strip().isdigit() else -1)
-    return axes
-
-
-# --- in-place updates and atomics (why autotuning needs restore_value) -----------------
-
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-_PTR_WRAPPERS = ("tl.make_block_ptr(", "tl.advance(", "tl.make_tensor_descriptor(",
-                 "tl.multiple_of(", "tl.max_contiguous(")
-
-
-def _leading_name(expr: str) -> str:
-    text = expr.strip()
-    changed = True
-    while changed:
-        changed = False
-        for w in _PTR_WRAPPERS:
-            if text.startswith(w):
-                text, changed = text[len(w):].lstrip(), True
-        if text.startswith("("):
-            text, changed = text[1:].lstrip(), True
-    m = _IDENT.match(text)
-    return m.group(0) if m else ""
-
-
-def pointer_bases(expr: str, k, line: int | None = None, depth: int = 0) -> set[str]:
-    """The kernel arguments a pointer expression is built from: ``o + offs`` -> {o};
-    ``p_o`` with ``p_o = tl.make_block_ptr(o + ..., ...)`` -> {o}. A local name resolves
-    through its latest assignment at or before ``line`` (pointer names get reused)."""
-    name = _leading_name(expr)
-    if not name or name == "tl":
-        return set()
-    if k.param(name) is not None:
-        return {name}
-    if depth > 4:
-        return set()
-    cands = [a for a in k.assigns if name in a.targets and a.op == "="]
-    if line is not None:
-        before = [a for a in cands if a.line <= line]
-        if before:
-            last = max(a.line for a in before)
-            cands = [a for a in before if a.line == last]
-    out: set[str] = set()
-    for a in cands:
-        out |= pointer_bases(a.value, k, a.line, depth + 1)
-    return out
-
-
-def _pointer(call) -> str:
-    if call.args:
-        return call.args[0]
-    return call.kwargs.get("pointer", call.kwargs.get("ptr", ""))
-
-
-def in_place_lines(k) -> list[int]:
-    """Lines of a load and a later store whose pointers come from the same argument."""
-    loaded: dict[str, int] = {}
-    for c in k.calls_named("tl.load"):
-        for b in pointer_bases(_pointer(c), k, c.line):
-            loaded[b] = min(loaded.get(b, c.line), c.line)
-    lines = []
-    for c in k.calls_named("tl.store"):
-        for b in pointer_bases(_pointer(c), k, c.line):
-            if b in loaded and loaded[b] < c.line:
-                lines += [loaded[b], c.line]
-    return lines
-
-
-def atomic_lines(k) -> list[int]:
-    return [c.line for c in k.calls if c.name.startswith("tl.atomic_")]
-
-
-IN_PLACE = custom("in-place-update", "a load and a later store through the same pointer argument",
-                  in_place_lines)
-ATOMICS = custom("atomics", "`tl.atomic_*` calls", atomic_lines)
-ACCUMULATES = custom(
-    "accumulates-in-place",
-    "in-place updates or atomics (`tl.atomic_*`, or a load and a later store through one pointer argument)",
-    lambda k: atomic_lines(k) + in_place_lines(k))
-
-# --- this skeleton ----------------------------------------------------------------------
-
-KERNEL_ENTRY = calls("tl.program_id", name="kernel-entry",
-                     describe="a launched kernel (reads `tl.program_id`)")
-AUTOTUNED = decorated("triton.autotune", name="autotuned", describe="`@triton.autotune`")
 
 
 def _tile_params(k):
@@ -259,7 +88,7 @@ def _tile_loop(k):
             continue
         if not any(c.name == "tl.load" and lp.line <= c.line <= lp.end_line for c in k.calls):
             continue
-        names = set(re.findall(r"[A-Za-z_]\w*", " ".join(lp.args)))
+        names = set(IDENT.findall(" ".join(lp.args)))
         for n in list(names):
             names |= bound_names.get(n, set())
         # a loop over rows streaming tiles of a grid-tiled dimension (`pid * BLOCK_N`)
@@ -296,9 +125,9 @@ def grid_tiled_params(k) -> set[str]:
     out: set[str] = set()
     pid_rx = r"(?:tl\.program_id\([^()]*\)|tl\.cast\(\s*tl\.program_id\([^()]*\)[^()]*\)|" + "|".join(
         re.escape(p) for p in sorted(pids) or ["$^"]) + ")"
-    for m in re.finditer(pid_rx + r"\s*\*\s*([A-Za-z_]\w*)", k.source):
+    for m in re.finditer(pid_rx + r"\s*\*\s*(" + IDENT.pattern + ")", k.source):
         out.add(m.group(1))
-    for m in re.finditer(r"([A-Za-z_]\w*)\s*\*\s*" + pid_rx + r"(?!\w)", k.source):
+    for m in re.finditer("(" + IDENT.pattern + r")\s*\*\s*" + pid_rx + r"(?!\w)", k.source):
         out.add(m.group(1))
     return out
 

@@ -40,8 +40,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import program_id_vars, tuned_meta_params
 from skel.skeletons.conditions import custom
+from skel.skeletons.predicates.autotune import tuned_meta_params
+from skel.skeletons.predicates.programs import program_id_vars
 
 
 def grid_kind(k, launch) -> str:

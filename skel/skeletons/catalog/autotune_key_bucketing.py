@@ -41,9 +41,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import autotune_key_names
-from skel.skeletons.catalog.do_not_specialize import VARYING_LENGTH
 from skel.skeletons.conditions import custom
+from skel.skeletons.predicates.autotune import autotune_key_names
+from skel.skeletons.predicates.names import VARYING_LENGTH
 
 BUCKET_NAME = re.compile(r"(?i)\w*bucket\w*|\w*_(p2|pow2|np2|log2)")
 

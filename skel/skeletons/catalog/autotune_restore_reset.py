@@ -45,8 +45,9 @@ expressions resolve to the same kernel argument.
 from __future__ import annotations
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import ACCUMULATES, autotune_multi_config
 from skel.skeletons.conditions import custom, decorated
+from skel.skeletons.predicates.autotune import autotune_multi_config
+from skel.skeletons.predicates.pointers import ACCUMULATES
 
 MULTI_CONFIG_AUTOTUNE = custom("autotune-multi-config", "`@triton.autotune` with more than one config",
                                lambda k: [k.decorator("triton.autotune").line] if autotune_multi_config(k) else None)

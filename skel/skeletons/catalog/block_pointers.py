@@ -27,12 +27,13 @@ that the compiler cannot misread.
 - the target runs Triton < 3.9, and the tile is a plain strided window of the tensor.
 
 ## Does not apply when
-- Triton >= 3.9: block pointers were removed "in favour of the tensor descriptor API"
-  (platform.md); use the `tma-tensor-descriptors` skeleton instead. Triton 3.7.1 already
-  warns "tl.make_block_ptr is deprecated" (seen when running this skeleton's example), so
-  new code aimed at current Triton should prefer descriptors. flash-linear-attention
-  removed its block pointers from the main kernels in 2026 for Triton-main
-  compatibility and keeps them only in its `triton_ascend` backends (techniques.md);
+- Triton >= 3.9: block pointers were removed "in favor of the tensor descriptor API"
+  (triton-lang/triton#10833); use the `tma-tensor-descriptors` skeleton instead. Triton
+  3.7.1 already warns "tl.make_block_ptr is deprecated" (triton-lang/triton#9667; seen
+  when running this skeleton's example), so new code aimed at current Triton should
+  prefer descriptors. flash-linear-attention has moved its main kernels off block
+  pointers: in fla-core 0.6.0 `tl.make_block_ptr` remains only in its `triton_ascend`
+  backends;
 - the rows or columns are gathered through an index tensor (no single stride), or the
   step is data-dependent or not affine (offsets loaded in the loop, paged KV, a
   grid-stride walk over flattened tiles via `block_idx // grid_n`, `% grid_n`);

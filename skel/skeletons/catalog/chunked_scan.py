@@ -19,8 +19,8 @@ The step form does `T` rank-1 updates with elementwise CUDA-core math and a stri
 dependency from one token to the next: it cannot use tensor cores and has little
 parallelism along T. The chunked form turns the work (plus an intra-chunk term of
 about T*BT*(K+V) extra FLOPs) into `T / BT` matmuls of `[BT, K] x [K, V]` on tensor
-cores (platform.md: ~790 TFLOP/s bf16 matmul on the H200, far above what elementwise
-fp32 math reaches) and lets the intra-chunk work of all chunks run in parallel. It is the core of FLA's
+cores (dense bf16 matmul throughput is far above what elementwise fp32 math reaches)
+and lets the intra-chunk work of all chunks run in parallel. It is the core of FLA's
 `chunk_*` kernels.
 
 ## Applies when
@@ -56,28 +56,17 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_targets, calls, custom
+from skel.skeletons.conditions import assign_targets, custom
+from skel.skeletons.predicates.dots import NO_DOT
+from skel.skeletons.predicates.loops import loop_carried
+from skel.skeletons.predicates.tiles import OUTER_PRODUCT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
-_COL = r"\[\s*:\s*,\s*None\s*\]"
-_ROW = r"\[\s*None\s*,\s*:\s*\]"
-# an outer product k[:, None] * v[None, :] (either order, operands may be parenthesised)
-_OUTER = re.compile(_COL + r"\s*\*\s*\(?[^&|,]*?" + _ROW + "|" + _ROW + r"\s*\*\s*\(?[^&|,]*?" + _COL)
 _CHUNK = re.compile(r"BT|BS|BC|CHUNK_SIZE|chunk_size|BLOCK_T|CHUNK|BLOCK_SIZE_T")
-
-
-def _carried(k, lp) -> dict[str, object]:
-    """Names first (re)assigned in the loop by a statement that reads them: loop-carried state."""
-    first: dict[str, object] = {}
-    for a in sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line):
-        for t in assign_targets(a):
-            first.setdefault(t, a)
-    return {t: a for t, a in first.items() if a.op != "=" or t in a.names}
 
 
 def _dot_updates(k, lp) -> dict[str, list[int]]:
     """Carried names updated with a tl.dot inside the loop -> update lines."""
-    carried = _carried(k, lp)
+    carried = loop_carried(k, lp)
     out: dict[str, list[int]] = {}
     for a in k.assigns:
         if lp.line <= a.line <= lp.end_line and "tl.dot" in a.calls:
@@ -116,10 +105,10 @@ def _step_recurrence(k) -> list[int]:
             continue
         if not any(c.name == "tl.load" and lp.line <= c.line <= lp.end_line for c in k.calls):
             continue
-        carried = _carried(k, lp)
+        carried = loop_carried(k, lp)
         for a in k.assigns:
-            if lp.line <= a.line <= lp.end_line and set(assign_targets(a)) & set(carried) and _OUTER.search(a.value) \
-                    and "tl.load" not in a.calls:
+            if lp.line <= a.line <= lp.end_line and set(assign_targets(a)) & set(carried) \
+                    and OUTER_PRODUCT.search(a.value) and "tl.load" not in a.calls:
                 lines.append(a.line)
     return lines
 
@@ -134,7 +123,6 @@ STEP_RECURRENCE = custom(
     "a loop over time steps carrying a 2-D state updated with an outer product (`h += k[:, None] * v[None, :]`)",
     _step_recurrence,
 )
-NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
 
 SKELETON = Skeleton(
     id="chunked-scan",

@@ -11,9 +11,9 @@ and its registers, instead of emitting both paths and a runtime test.
 A runtime `if` on a scalar keeps both arms in the binary: the unused arm still costs
 registers (raising pressure and possibly lowering occupancy), blocks some scheduling
 across the branch, and may keep extra pointer arithmetic and loads alive. A constexpr
-flag removes all of that; one source then serves many variants at no runtime cost. FLA
-uses flags on ~340 kernels and Liger on its losses (`HAS_WEIGHT`, `HAS_SOFTCAPPING`)
-(techniques.md).
+flag removes all of that; one source then serves many variants at no runtime cost.
+flash-linear-attention and Liger-Kernel both write their switches this way (see
+References).
 
 ## Applies when
 - the kernel is launched (reads `tl.program_id`) and has an `if` whose test reads only
@@ -31,55 +31,17 @@ uses flags on ~340 kernels and Liger on its losses (`HAS_WEIGHT`, `HAS_SOFTCAPPI
 - the branch is in cold code whose cost does not matter.
 
 ## References
-- flash-linear-attention `fla/ops/gla/chunk.py` (`USE_G`, `IS_VARLEN` flags)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` flags; fla-core 0.6.0)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`; liger-kernel 0.8.5)
 """
 
 from __future__ import annotations
 
-import re
-
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY, _pointer, pointer_bases
-from skel.skeletons.catalog.do_not_specialize import VARYING_LENGTH
-from skel.skeletons.conditions import param, custom
+from skel.skeletons.conditions import param
+from skel.skeletons.predicates.branches import RUNTIME_SWITCH_BRANCH
+from skel.skeletons.predicates.programs import KERNEL_ENTRY
 
-#: names that are sizes, strides, lengths or indices, never on/off switches
-_DIMENSION = re.compile(r"[A-Z]|[A-Z]{1,2}[0-9]?|(?i:n|num|max|min)_\w+|\w*(stride|size|dim|len|length|offset)\w*"
-                        r"|(?i:n)[A-Z]\w*"
-                        r"|i_\w+|\w+_(?i:id|idx|index)|(?i:pid|idx)\w*")  # program / chunk indices
-_CONSTANTS = {"None", "True", "False", "tl"}
-
-
-def _pointer_params(k) -> set[str]:
-    out: set[str] = set()
-    for c in k.calls:
-        if c.name in ("tl.load", "tl.store") or c.name.startswith("tl.atomic_"):
-            out |= pointer_bases(_pointer(c), k, c.line)
-    return out
-
-
-def runtime_switch_ifs(k) -> list[int]:
-    """Lines of `if`s that branch only on kernel arguments, one of them a runtime switch."""
-    params = {p.name: p for p in k.params}
-    pointers = _pointer_params(k)
-    lines = []
-    for i in k.ifs:
-        names = set(i["names"]) - _CONSTANTS
-        if not names or not names <= set(params):
-            continue
-        if re.search(r"\bis\s+(not\s+)?None\b", i["test"]):
-            continue
-        switches = [n for n in names if not params[n].constexpr and n not in pointers
-                    and not VARYING_LENGTH.fullmatch(n) and not _DIMENSION.fullmatch(n)]
-        if switches:
-            lines.append(i["line"])
-    return lines
-
-
-RUNTIME_SWITCH_BRANCH = custom(
-    "runtime-switch-branch", "an `if` on a non-constexpr switch argument (a runtime branch on a flag)",
-    runtime_switch_ifs)
 FEATURE_FLAGS = param(r"(?i:use|has|is|store|save)_\w+", constexpr=True, name="constexpr-feature-flag",
                       describe="a constexpr feature flag (USE_*/HAS_*/IS_*/STORE_*/SAVE_*)")
 

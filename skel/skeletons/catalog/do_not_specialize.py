@@ -54,17 +54,14 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY, autotune_key_names
 from skel.skeletons.conditions import custom, decorated
+from skel.skeletons.predicates.autotune import autotune_key_names
+from skel.skeletons.predicates.names import IDENT, VARYING_LENGTH
+from skel.skeletons.predicates.programs import KERNEL_ENTRY
 
-#: lengths that vary from call to call (sequence, tokens, rows, batch). Model dims such as
-#: N / D / n_cols / K / V / H are fixed per model and deliberately absent; M is ambiguous
-#: (GEMM rows vs. number of modes) and left to callers that know the context.
-VARYING_LENGTH = re.compile(
-    r"T|NT|B|T_?q|T_?k|T_?kv|N_CTX|seq_?len\w*|seqlen\w*|max_seq_?len\w*|seq_length\w*"
-    r"|n_?tokens|num_tokens\w*|total_tokens|n_rows|num_rows|batch|batch_size|bs|num_seqs|n_seqs")
-#: the subset that changes with every request in serving (sequence and token counts): for a
-#: runtime argument only these are worth `do_not_specialize` (the win is a few compiles).
+#: the subset of `VARYING_LENGTH` (predicates.names) that changes with every request in
+#: serving (sequence and token counts): for a runtime argument only these are worth
+#: `do_not_specialize` (the win is a few compiles).
 #: Row counts are included: row-wise kernels (norms, activations, losses) see activations
 #: flattened to (batch * seq, hidden), so `n_rows` is the token count under another name.
 SEQUENCE_LENGTH = re.compile(
@@ -90,10 +87,10 @@ def shape_names(k) -> set[str]:
         if c.name in _SHAPE_CALLS:
             args = c.args if c.name not in ("tl.make_block_ptr", "tl.make_tensor_descriptor") else [
                 c.kwargs.get("block_shape", "")] + c.args[4:5]
-            names.update(re.findall(r"[A-Za-z_]\w*", " ".join(args)))
+            names.update(IDENT.findall(" ".join(args)))
     for lp in k.loops:
         if lp.kind == "tl.static_range":
-            names.update(re.findall(r"[A-Za-z_]\w*", " ".join(lp.args)))
+            names.update(IDENT.findall(" ".join(lp.args)))
     return names
 
 

@@ -7,10 +7,9 @@ tensor-core MMAs (big*big + big*small + small*big), recovering close to fp32 acc
 
 ## Why it is faster
 It is mostly an *accuracy* skeleton. On NVIDIA GPUs the default for fp32 `tl.dot` is
-TF32 (10-bit mantissa), whose error grows with the reduction length — the KDA
-context-parallel bug in the brief. `"ieee"` fixes accuracy but leaves the tensor cores
-idle; `"tf32x3"` keeps most of the tensor-core throughput while cutting the error to
-near-fp32 levels.
+TF32 (10-bit mantissa), whose error grows with the reduction length. `"ieee"` fixes
+accuracy but leaves the tensor cores idle; `"tf32x3"` keeps most of the tensor-core
+throughput while cutting the error to near-fp32 levels.
 
 ## Applies when
 - the kernel has a `tl.dot` whose operands are fp32 (cast with `.to(tl.float32)` or
@@ -21,8 +20,9 @@ near-fp32 levels.
 ## Does not apply when
 - the operands are fp16/bf16/fp8 (`input_precision` only matters for fp32 operands);
 - the backend is ROCm: `tf32x3` is CUDA-only (ROCm accepts ieee, bf16x3, bf16x6);
-- raw speed is the goal and TF32 error is acceptable: on an untuned fp32 4096³ matmul
-  on H200, tf32x3 ran ~0.85x of ieee (platform.md) — it is not a speed lever by itself;
+- raw speed is the goal and TF32 error is acceptable: tf32x3 issues three MMAs per
+  product, and whether it beats ieee depends on the kernel and the GPU — it is not a
+  speed lever by itself; measure;
 - under `TRITON_INTERPRET=1` the precision argument is ignored, so CPU tests cannot
   show the difference.
 

@@ -54,9 +54,10 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, param
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, param
+from skel.skeletons.predicates.dots import HAS_DOT
+from skel.skeletons.predicates.names import IDENT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
 _ARITH = re.compile(r"[-+*/]")
 _NOT_OPERANDS = {"tl", "float32", "float16", "bfloat16", "dtype", "element_ty", "None", "True", "False"}
 
@@ -160,7 +161,7 @@ def _stores_of(k, lp, names: set[str]) -> list:
         if c.name != "tl.store" or c.line <= lp.end_line:
             continue
         val = c.args[1] if len(c.args) > 1 else c.kwargs.get("value", "")
-        if set(_ID.findall(val)) & names:
+        if set(IDENT.findall(val)) & names:
             out.append((c, val))
     return out
 
@@ -213,7 +214,7 @@ SKELETON = Skeleton(
     summary="Apply bias/scale/activation/residual to the tl.dot accumulator before tl.store instead of a separate pass.",
     category=Category.FUSION,
     doc=__doc__,
-    present=FUSED_EPILOGUE | (EPILOGUE_FLAGS & calls("tl.dot", name="dot", describe="a `tl.dot`")),
+    present=FUSED_EPILOGUE | (EPILOGUE_FLAGS & HAS_DOT),
     preconditions=[RAW_ACC_STORE],
     env=Env(),
     helps=("memory",),

@@ -47,6 +47,7 @@ import ast
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.flow import flow_of, has_call
 from skel.skeletons.conditions import calls, custom
+from skel.skeletons.predicates.dots import NO_DOT
 
 
 def _is_vector_load(fl, c) -> bool:
@@ -91,7 +92,6 @@ HINT_USED = calls("tl.load", "tl.store", kw="eviction_policy", name="eviction-po
                   describe="`tl.load`/`tl.store` with `eviction_policy`") | calls(
     "tl.load", "tl.store", kw="cache_modifier", name="cache-modifier",
     describe="`tl.load`/`tl.store` with `cache_modifier`")
-NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
 MULTI_PASS_REREAD = custom(
     "multi-pass-reread", "the same row loaded again by a later loop (two-pass kernel)", _multi_pass_rereads)
 SHARED_VECTOR_LOAD = custom(

@@ -10,9 +10,9 @@ log-sum-exp is converted back once (`m * LN2` / `tl.log2` → natural log) at th
 GPUs implement only a base-2 exponential in hardware (`ex2.approx`, one MUFU op).
 `tl.exp(x)` compiles to a multiply by log2(e) plus `ex2`; in a softmax tile that is one
 extra FMUL per element. Folding log2(e) into the scale that is applied anyway removes it,
-and frees an FMA slot in the exp-bound inner loop of attention and softmax kernels. A row
-softmax with 128 columns and 32 rows per program ran ~2x faster with exp2 on the H200;
-with 4,096 columns it was ~1.0x because the kernel is memory-bound (platform.md).
+and frees an FMA slot in the exp-bound inner loop of attention and softmax kernels. It
+shows where the exp is on the critical path (short rows, attention inner loops); a
+memory-bound kernel hides the saved multiply under its loads.
 
 ## Applies when
 - the kernel calls `tl.exp` (or a natural-exp helper such as `exp` / `safe_exp`) and either
@@ -27,10 +27,11 @@ with 4,096 columns it was ~1.0x because the kernel is memory-bound (platform.md)
 - the exp is elementwise with no reduction and no `tl.dot` (an activation such as SiLU, a
   KL-divergence gradient over 2-D tiles): memory-bound, the saved multiply is invisible;
 - the kernel is memory-bound (long rows, one pass): the saved multiply is hidden by
-  loads (~1.0x at 4,096 columns, platform.md);
+  loads;
 - bit-exact agreement with a `torch.exp` reference is required: `exp2(x * log2e)` rounds
   differently in the last bits. Apply log2(e) after a `tl.dot`, not to its operands, so
-  the dot's inputs keep their precision (the FLA note in techniques.md);
+  the dot's inputs keep their precision, as flash-linear-attention does in
+  `fla/ops/attn/parallel.py` (`tl.dot(b_q, b_k) * scale * RCP_LN2`, fla-core 0.6.0);
 - the stored statistics (lse, running max) are consumed by other kernels in natural-log
   units: convert them back or change every consumer.
 

@@ -11,11 +11,10 @@ the shared prologue — does it once per head.
 
 ## Why it is faster
 The redundant part is paid `NV = cdiv(V, BV)` times: with V = 128 and BV = 32, q/k
-normalisation and gating run 4x per (token, head). In the KDA decode case of the brief,
-fusing the V tiles gave 1.71x. It helps when that shared work is a real share of the
-program's work (compute-bound, or a recurrence whose per-step fp32 work dominates); in
-a memory-bound step, platform.md measured hoisting such cheap per-tile work at ~1.0x on
-the H200 — the loads dominate and the extra math hides under them.
+normalisation and gating run 4x per (token, head). It helps when that shared work is a
+real share of the program's work (compute-bound, or a recurrence whose per-step fp32
+work dominates); in a memory-bound step the loads dominate and the extra math hides
+under them.
 
 ## Applies when
 - a program-id axis only offsets the V dimension (`i_v * BV`);
@@ -31,7 +30,7 @@ the H200 — the loads dominate and the extra math hides under them.
 - the grid is small (decode with few heads and sequences): splitting V is what fills
   the SMs, and fusing removes parallelism — compare `B * H * NV` with the SM count;
 - the V-independent work is negligible next to the V-dependent loads (memory-bound
-  steps: ~1.0x);
+  steps);
 - the state `[BK, BV]` per program would not fit in registers for `BV = V` (K = V = 256
   in fp32 is 256 KB): use an inner loop over V tiles instead of one wide tile;
 - the kernel already covers V in one program (an inner loop over V tiles after the
@@ -50,9 +49,10 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, split_top
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, split_top
+from skel.skeletons.predicates.dots import no_dot
+from skel.skeletons.predicates.names import IDENT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
 _BV = r"(BV|BLOCK_V|BLOCK_DV|BLOCK_SIZE_V|BLOCK_D_V)"
 _NORM_GATE = {"tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "exp", "exp2", "tl.sigmoid", "sigmoid", "softplus",
               "tl.log", "log", "tl.math.rsqrt", "tl.math.exp2", "l2norm", "rsqrt", "sqrt", "logsigmoid"}
@@ -65,7 +65,7 @@ def _pairs(a) -> list[tuple[str, set[str]]]:
     extra = set(tg) if a.op != "=" else set()
     vals = split_top(a.value) if len(tg) > 1 else []
     if len(tg) > 1 and len(vals) == len(tg):
-        return [(t, (set(_ID.findall(v)) & set(a.names)) | extra) for t, v in zip(tg, vals)]
+        return [(t, (set(IDENT.findall(v)) & set(a.names)) | extra) for t, v in zip(tg, vals)]
     return [(t, set(a.names) | extra) for t in tg]
 
 
@@ -153,7 +153,7 @@ SHARED_WORK_PER_TILE = custom(
     _v_tiled_with_shared_work,
 )
 
-NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot` (tensor-core work dwarfs the shared fp32 work)")
+NO_DOT_WORK = no_dot("tensor-core work dwarfs the shared fp32 work")
 
 SKELETON = Skeleton(
     id="fuse-redundant-tiles",
@@ -162,7 +162,7 @@ SKELETON = Skeleton(
     category=Category.DECOMPOSITION,
     doc=__doc__,
     present=V_TILES_FUSED,
-    preconditions=[V_TILE_AXIS, SHARED_WORK_PER_TILE, NO_DOT],
+    preconditions=[V_TILE_AXIS, SHARED_WORK_PER_TILE, NO_DOT_WORK],
     env=Env(),
     helps=("compute",),
     before='''

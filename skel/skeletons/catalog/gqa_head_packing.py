@@ -64,6 +64,7 @@ import re
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
 from skel.skeletons.flow import at_most_one_trip, flow_of
+from skel.skeletons.predicates.dots import NO_DOT
 
 _HEAD_BLOCK = re.compile(r"BLOCK_H\w*|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
                          r"QUERY_GROUP_SIZE|KV_GROUP_NUM|GQA_GROUP_SIZE|GROUP_SIZE|HEAD_GROUP\w*")
@@ -126,7 +127,6 @@ VECTOR_SCORES = custom("vector-scores-in-softmax-kv-loop",
                        "scores as `tl.sum(q[None, :] * k, 1)` inside a loop over KV blocks with online-softmax"
                        " work (`exp` and a running `max`)", _vector_scores_in_loop)
 GROUPED_KV = custom("grouped-kv-head", "a KV head shared by a group of query heads (`i_hq // G`)", _group_index)
-NO_DOT = ~calls("tl.dot", name="dot", describe="a `tl.dot`")
 
 SKELETON = Skeleton(
     id="gqa-head-packing",

@@ -50,8 +50,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import AUTOTUNED, TILE_NAME
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom
+from skel.skeletons.predicates.autotune import AUTOTUNED
+from skel.skeletons.predicates.names import TILE_NAME
 
 #: hardware / architecture queries (SM counts are left out: they size persistent grids,
 #: a different technique; TF32/gather support flags choose features, not launch configs)
@@ -63,7 +64,6 @@ HW_QUERY = re.compile(
     r"|torch\.version\.hip)\b")
 LAUNCH_META = ("num_warps", "num_stages")
 _LITERAL = re.compile(r"\d+")
-_SIMPLE_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def _meta_kwargs(launch) -> dict[str, str]:

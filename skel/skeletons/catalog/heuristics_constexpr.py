@@ -15,7 +15,7 @@ so the compiler emits unpredicated, vectorised loads and drops the per-iteration
 compare-and-select. A runtime `if K % BLOCK_K == 0` inside the kernel keeps both paths.
 Unlike passing the flag by hand from the launcher, a heuristic also works when
 `BLOCK_K` is autotuned (the launcher cannot know it) and cannot be forgotten at one of
-several call sites. FLA uses heuristics on ~300 kernels (techniques.md).
+several call sites.
 
 ## Applies when
 - the kernel is launched (reads `tl.program_id`) and
@@ -44,12 +44,12 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY
-from skel.skeletons.catalog.constexpr_feature_flags import RUNTIME_SWITCH_BRANCH
 from skel.skeletons.conditions import custom, decorated
+from skel.skeletons.predicates.branches import RUNTIME_SWITCH_BRANCH
+from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.programs import KERNEL_ENTRY
 
 _EVEN_FLAG = re.compile(r"(?i)\w*even\w*|\w*divisible\w*|need_\w*mask\w*|no_\w*mask\w*")
-_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _runtime_params(k) -> set[str]:
@@ -64,7 +64,7 @@ def runtime_divisibility_ifs(k) -> list[int]:
 
 def _mask_names(mask: str, k, loop) -> set[str]:
     """Identifiers a mask reads, looking one assignment deep for local mask variables."""
-    names = set(_WORD.findall(mask))
+    names = set(IDENT.findall(mask))
     for a in k.assigns:
         if a.line <= loop.end_line and set(a.targets) & names:
             names.update(a.names)
@@ -82,7 +82,7 @@ def even_k_candidates(k) -> list[int]:
         inside = [c for c in k.calls if lp.line <= c.line <= lp.end_line]
         if not any(c.name == "tl.dot" for c in inside):
             continue
-        bound = set(_WORD.findall(" ".join(lp.args))) & runtime
+        bound = set(IDENT.findall(" ".join(lp.args))) & runtime
         if not bound:
             continue
         for c in inside:

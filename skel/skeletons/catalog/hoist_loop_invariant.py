@@ -18,10 +18,10 @@ pipelines) hoists an invariant `tl.load` only when the loop body does no memory 
 and moves side-effect-free math only once its inputs are outside the loop. Loops that
 store every iteration — a recurrence writing one output row per step, the common case
 in decode and scan kernels — therefore keep the load and everything computed from it
-inside. How much the manual hoist buys depends on the share of the work: platform.md
-measured hoisting cheap per-tile work (q/k normalisation, a gate) out of a memory-bound
-decode step at ~1.0x on the H200 — it pays when the repeated work is a real share
-(long loops over small tiles, compute-heavy steps).
+inside. How much the manual hoist buys depends on the share of the work: cheap
+per-tile work (q/k normalisation, a gate) hides under the loads of a memory-bound decode
+step; it pays when the repeated work is a real share (long loops over small tiles,
+compute-heavy steps).
 
 ## Applies when
 - an assignment inside a `for` loop calls `tl.load` (possibly with a cast, reduction or
@@ -68,8 +68,8 @@ import re
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom
 from skel.skeletons.flow import at_most_one_trip, flow_of
+from skel.skeletons.predicates.names import IDENT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
 _TRANSFORM = {"tl.sum", "tl.max", "tl.min", "tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "tl.log", "tl.log2",
               "tl.sigmoid", "tl.dot", "tl.math.rsqrt", "tl.math.exp2", "tl.math.exp", "exp", "exp2", "log",
               "rsqrt", "sqrt", "softplus", "sigmoid", "tl.extra.cuda.libdevice.rsqrt", "l2norm", "tl.cumsum"}
@@ -99,7 +99,7 @@ def _variant(k, lp) -> set[str]:
     for c in k.calls:
         if lp.line <= c.line <= lp.end_line:
             for x in c.args + list(c.kwargs.values()):
-                for n in _ID.findall(x):
+                for n in IDENT.findall(x):
                     reads_at[n] = min(reads_at.get(n, c.line), c.line)
     variant = set(lp.targets)
     variant |= {t for inner in k.loops if lp.line < inner.line <= lp.end_line for t in inner.targets}
@@ -121,7 +121,7 @@ def _variant(k, lp) -> set[str]:
 
 def _writes_to(k, lp, base: str) -> bool:
     return any(c.name in _MEMORY_WRITES and lp.line <= c.line <= lp.end_line and c.args
-               and _ID.match(c.args[0].strip()) and _ID.match(c.args[0].strip()).group(0) == base for c in k.calls)
+               and IDENT.match(c.args[0].strip()) and IDENT.match(c.args[0].strip()).group(0) == base for c in k.calls)
 
 
 def _loop_writes(k, lp) -> bool:
@@ -148,7 +148,7 @@ def _invariant_in_loop(k) -> list[int]:
             continue
         if "tl.load" not in calls or not _loop_writes(k, lp):
             continue  # pure math, or a load in a read-only loop: Triton's own LICM hoists those
-        m = re.search(r"tl\.load\(\s*([A-Za-z_]\w*)", a.value)
+        m = re.search(r"tl\.load\(\s*(" + IDENT.pattern + ")", a.value)
         if m and _writes_to(k, lp, m.group(1)):
             continue
         lines.append(a.line)

@@ -11,7 +11,7 @@ A host upcast is a whole extra kernel: it reads the bf16 tensor, writes an fp32 
 its size, and the Triton kernel then reads that copy — three passes over memory where one
 half-width read would do. For a memory-bound kernel the load itself halves in bytes, and
 the temporary fp32 allocation disappears. The math stays fp32 because the cast happens in
-registers (techniques.md: "halves HBM traffic compared with upcasting on the host").
+registers.
 
 ## Applies when
 - the kernel applies fp32-only math (`tl.exp`, `tl.log`, `tl.sqrt`, `tl.rsqrt`,

@@ -34,9 +34,8 @@ address arithmetic competes with the loads and MMAs for issue slots.
 - guard loops that run at most once (`range(0, flag, 1)`);
 - the loop is not affine in the index (reverse or strided schedules are fine with a
   negative or larger constant step; data-dependent skips are not);
-- readability or portability matters more than a few integer ops: Liger-Kernel removed
-  pointer mutation from some kernels for NPU support and clarity (techniques.md) — this
-  is not a universal win.
+- readability or portability matters more than a few integer ops: addresses rebuilt
+  from the loop index keep every iteration self-contained — this is not a universal win.
 
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `a_ptrs += BLOCK_SIZE_K * stride_ak`)

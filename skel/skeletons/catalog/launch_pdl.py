@@ -48,12 +48,12 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import KERNEL_ENTRY, program_axes
 from skel.skeletons.conditions import calls, custom, launched_with
+from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_axes
 
 _GDC = ("gdc_wait", "gdc_launch_dependents")
 _BACKWARD = re.compile(r"(?i).*(bwd|backward|grad).*")
-_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _gdc_calls(k):
@@ -76,7 +76,7 @@ def _runtime_loops(k):
     for lp in k.loops:
         if lp.kind == "tl.static_range":
             continue
-        if lp.kind == "while" or set(_WORD.findall(" ".join(lp.args))) - constexprs - {"tl", "cdiv", "min", "max"}:
+        if lp.kind == "while" or set(IDENT.findall(" ".join(lp.args))) - constexprs - {"tl", "cdiv", "min", "max"}:
             out.append(lp.line)
     return out or None
 

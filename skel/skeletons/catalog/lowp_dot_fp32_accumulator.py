@@ -7,11 +7,11 @@ dot accumulate in fp32: `acc = tl.dot(p.to(v.dtype), v, acc)` with
 
 ## Why it is faster
 Tensor cores run fp16/bf16 MMAs at twice the TF32 rate and many times the ieee fp32
-rate (~790 TFLOP/s bf16 measured on the H200, platform.md), and half-width operands halve
-shared-memory traffic and registers per tile. The fp32 accumulator keeps the error of the
-sum bounded: only each operand is rounded (8 bits of mantissa for bf16, 11 for fp16).
-This is the standard recipe of the Triton matmul tutorial and most FLA kernels
-(techniques.md: 234 FLA kernels).
+rate, and half-width operands halve shared-memory traffic and registers per tile. The
+fp32 accumulator keeps the error of the sum bounded: only each operand is rounded (8 bits
+of mantissa for bf16, 11 for fp16). This is the standard recipe of the Triton matmul
+tutorial and of flash-linear-attention's chunked kernels (`fla/ops/common/chunk_o.py`,
+fla-core 0.6.0: `tl.dot(b_A.to(b_v.dtype), b_v)`).
 
 ## Applies when
 - a `tl.dot` inside a loop gets fp32 operands (tiles upcast with `.to(tl.float32)`, fp32
@@ -42,9 +42,9 @@ from __future__ import annotations
 import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import call_name, flow_of, names_in
-from skel.skeletons.catalog.native_cumsum import triangular_ones
 from skel.skeletons.conditions import calls, custom, dot_operands_fp32, dot_operands_lowp, operand_dtype
+from skel.skeletons.flow import call_name, flow_of, names_in
+from skel.skeletons.predicates.masks import triangular_ones
 
 _LOWP_OUT = ("float16", "bfloat16")
 

@@ -20,9 +20,8 @@ bytes: a program with one row leaves most of its warps' lanes idle or does a tin
 amount of work per launch-scheduling cost, and row-invariant data (the norm weight)
 is reloaded by every program. A [BLOCK_ROW, BLOCK_D] tile gives every thread useful
 work, issues wider loads and amortises the weight load over BLOCK_ROW rows. It is the
-tile-level alternative to a persistent grid-stride loop (skeleton `persistent-kernel`);
-platform.md measured 32 rows per program on a 128-column row softmax at ~2x on the H200,
-and ~1.0x at 4,096 columns.
+tile-level alternative to a persistent grid-stride loop (skeleton `persistent-kernel`).
+The gain shrinks as rows widen, until the kernel is memory-bound.
 
 ## Applies when
 - the kernel is a row-wise op with one row per program: 1-D grid, program id times a
@@ -31,7 +30,7 @@ and ~1.0x at 4,096 columns.
 
 ## Does not apply when
 - rows are wide: one row already fills the program (and a [BLOCK_ROW, BLOCK_D] tile of
-  wide rows spills registers); at 4K+ columns the kernel is memory-bound (~1.0x);
+  wide rows spills registers); at thousands of columns the kernel is memory-bound;
 - the kernel already tiles rows in 2-D (`rows[:, None]` with a `BLOCK_ROW`/`BT`
   constexpr and reductions over `axis=1`);
 - the op is not independent per row (a scan along rows).
@@ -49,10 +48,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.persistent_kernel import (
-    NO_DOT, ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION,
-)
 from skel.skeletons.conditions import assign_targets, custom
+from skel.skeletons.predicates.dots import NO_DOT
+from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION
 
 _ROW_BLOCK = re.compile(r"BLOCK_ROWS?|BLOCK_SIZE_ROWS?|ROWS_PER_(BLOCK|PROGRAM|PROG|CTA)|BLOCK_M|BLOCK_SIZE_M|"
                         r"BT|BR|BLOCK_T|ROW_BLOCK(_SIZE)?|BLOCK_N_ROWS|NUM_ROWS")

@@ -45,13 +45,10 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 
 from __future__ import annotations
 
-import re
-
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.autotune_configs import autotune_config_keys
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom, launched_with, loop
-
-_WORD = re.compile(r"[A-Za-z_]\w*")
+from skel.skeletons.predicates.autotune import autotune_config_keys
+from skel.skeletons.predicates.names import IDENT
 
 
 def _config_num_stages(k):
@@ -69,7 +66,7 @@ def _is_tile_load(call, k) -> bool:
     the local variable holding the pointer."""
     ptr = call.args[0] if call.args else ""
     texts = [ptr]
-    head = _WORD.match(ptr.strip())
+    head = IDENT.match(ptr.strip())
     if head:
         texts += [a.value for a in k.assigns if head.group(0) in a.targets]
     return any("None]" in t or "make_block_ptr" in t or "make_tensor_descriptor" in t for t in texts)
@@ -90,7 +87,7 @@ def pipelinable_loops(k) -> list[int]:
         if any(c.name == "tl.dot" for c in inside):
             out.append(lp.line)
             continue
-        bound = set(_WORD.findall(" ".join(lp.args))) - {"tl", "cdiv", "min", "max"}
+        bound = set(IDENT.findall(" ".join(lp.args))) - {"tl", "cdiv", "min", "max"}
         if bound - constexprs and any(_is_tile_load(c, k) for c in loads):
             out.append(lp.line)
     return out

@@ -54,9 +54,10 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, calls, custom, param
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, param
+from skel.skeletons.predicates.dots import HAS_DOT
+from skel.skeletons.predicates.names import IDENT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
 _TRANSFORM = {"tl.sigmoid", "tl.rsqrt", "tl.sqrt", "tl.exp", "tl.exp2", "exp", "exp2", "softplus", "silu", "l2norm",
               "tl.log", "logsigmoid", "gelu", "sigmoid", "rsqrt", "tl.math.rsqrt", "tl.math.exp2", "tanh",
               "tl.extra.cuda.libdevice.tanh", "tl.maximum"}
@@ -90,7 +91,7 @@ def _dot_results(k) -> set[str]:
 
 
 def _operands(c) -> set[str]:
-    return {n for x in c.args[:2] for n in _ID.findall(x)} - _NON_VALUES
+    return {n for x in c.args[:2] for n in IDENT.findall(x)} - _NON_VALUES
 
 
 def _defs(k) -> dict[str, list]:
@@ -160,7 +161,6 @@ HOST_PREPASS = custom(
     "(`l2norm`, `sigmoid`, `silu`, `rms_norm`, ...)",
     _host_prepass,
 )
-HAS_DOT = calls("tl.dot", name="dot", describe="a `tl.dot`")
 
 SKELETON = Skeleton(
     id="prologue-fusion",

@@ -53,15 +53,13 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.catalog.persistent_kernel import _persistent
 from skel.skeletons.conditions import assign_targets, custom, uses_name
+from skel.skeletons.predicates.loops import loop_carried
+from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.programs import grid_stride_loops
+from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
 
-_ID = re.compile(r"[A-Za-z_]\w*")
 _REDUCE = {"tl.dot", "tl.sum"}
-_BROADCAST = re.compile(r"\[\s*None\s*,\s*:\s*\]|\[\s*:\s*,\s*None\s*\]")
-_COL = r"\[\s*:\s*,\s*None\s*\]"
-_ROW = r"\[\s*None\s*,\s*:\s*\]"
-_OUTER = re.compile(_COL + r"\s*\*\s*\(?[^&|,]*?" + _ROW + "|" + _ROW + r"\s*\*\s*\(?[^&|,]*?" + _COL)
 _HEADS = {"tl", "triton", "cdiv", "min", "max", "tl.cdiv"}
 
 
@@ -83,19 +81,9 @@ def _static_names(k) -> set[str]:
     return static
 
 
-def _carried(k, lp) -> dict[str, int]:
-    """Names whose value flows from one iteration to the next: first reassigned in the loop
-    by a statement that reads them (``acc += ...``, ``acc = acc * r + ...``), not reloaded."""
-    first: dict[str, object] = {}
-    for a in sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line):
-        for t in assign_targets(a):
-            first.setdefault(t, a)
-    return {t: a.line for t, a in first.items() if a.op != "=" or t in a.names}
-
-
 def _accumulators(k, lp) -> list:
     """Assignments in the loop that carry a tl.dot/tl.sum reduction across iterations."""
-    carried = _carried(k, lp)
+    carried = loop_carried(k, lp)
     out = []
     for a in k.assigns:
         if not (lp.line <= a.line <= lp.end_line) or not set(a.calls) & _REDUCE:
@@ -117,7 +105,7 @@ def _long_reduction_loops(k) -> list:
         if lp.kind in ("tl.static_range", "while") or not lp.args:
             continue
         end = lp.args[1] if len(lp.args) > 1 else lp.args[0]
-        if not set(_ID.findall(end)) - static:
+        if not set(IDENT.findall(end)) - static:
             continue  # compile-time trip count
         if not any(lp.line <= ln <= lp.end_line for ln in loads):
             continue
@@ -129,17 +117,17 @@ def _long_reduction_loops(k) -> list:
 def _recurrence(k, lp) -> bool:
     """A carried 2-D state updated with an outer product (`h = h * d + k[:, None] * v[None, :]`):
     a linear-recurrence scan, whose steps are not independent pieces of a sum."""
-    carried = _carried(k, lp)
+    carried = loop_carried(k, lp)
     for a in k.assigns:
         if lp.line <= a.line <= lp.end_line and set(assign_targets(a)) & set(carried) \
-                and _OUTER.search(a.value):
+                and OUTER_PRODUCT.search(a.value):
             return True
     return False
 
 
 def _grid_stride_partials(k) -> list[int]:
     """A long reduction loop that is itself a grid-stride loop: each program reduces a slice."""
-    strided = set(_persistent(k))
+    strided = set(grid_stride_loops(k))
     return [lp.line for lp in _long_reduction_loops(k) if lp.line in strided]
 
 
@@ -156,7 +144,7 @@ def _vector_output(k) -> list[int]:
     for lp in _long_reduction_loops(k):
         for c in k.calls:
             if c.name == "tl.sum" and lp.line <= c.line <= lp.end_line and c.args and "*" in c.args[0] \
-                    and _BROADCAST.search(c.args[0]):
+                    and BROADCAST_2D.search(c.args[0]):
                 lines.append(c.line)
     return lines
 
@@ -170,7 +158,7 @@ def _atomic_partial(k) -> list[int]:
     lines = []
     for c in k.calls_named("tl.atomic_add"):
         val = c.args[1] if len(c.args) > 1 else c.kwargs.get("val", "")
-        if set(_ID.findall(val)) & accs:
+        if set(IDENT.findall(val)) & accs:
             lines.append(c.line)
     return lines
 

@@ -57,15 +57,15 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom, param, split_top
+from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.tiles import COL_AXIS, ROW_AXIS
 
-_ID = re.compile(r"[A-Za-z_]\w*")
-_COL = r"\[\s*:\s*,\s*None\s*\]"
-_ROW = r"\[\s*None\s*,\s*:\s*\]"
+_NAME = "(" + IDENT.pattern + ")"  # a captured identifier
 # a[:, None] OP b[None, :]   |   a[None, :] OP b[:, None]   |   (a[:, None] - b[None, :] OP w)
 _TRI = re.compile(
-    r"([A-Za-z_]\w*)\s*" + _COL + r"\s*(?:>=|<=|>|<)\s*\(?\s*([A-Za-z_]\w*)[^&|,]*?" + _ROW
-    + r"|([A-Za-z_]\w*)\s*" + _ROW + r"\s*(?:>=|<=|>|<)\s*\(?\s*([A-Za-z_]\w*)[^&|,]*?" + _COL
-    + r"|([A-Za-z_]\w*)\s*" + _COL + r"\s*-\s*([A-Za-z_]\w*)\s*" + _ROW + r"\s*(?:>=|<=|>|<)")
+    _NAME + r"\s*" + COL_AXIS + r"\s*(?:>=|<=|>|<)\s*\(?\s*" + _NAME + r"[^&|,]*?" + ROW_AXIS
+    + r"|" + _NAME + r"\s*" + ROW_AXIS + r"\s*(?:>=|<=|>|<)\s*\(?\s*" + _NAME + r"[^&|,]*?" + COL_AXIS
+    + r"|" + _NAME + r"\s*" + COL_AXIS + r"\s*-\s*" + _NAME + r"\s*" + ROW_AXIS + r"\s*(?:>=|<=|>|<)")
 
 
 _TILE_PARAM = re.compile(r"i_[a-z]{1,3}|start_[mn]|pid(_\w+)?|\w*_block_id|\w*tile_id")
@@ -121,7 +121,7 @@ def _substituted(k, text: str, depth: int = 3) -> str:
                 # a value read from memory is never substituted (it hides nothing about the tile)
                 defs.setdefault(t, []).append("" if "tl.load" in v or "program_id" in v else v.strip())
     for _ in range(depth):
-        new = _ID.sub(lambda m: "(" + defs[m.group(0)][0] + ")"
+        new = IDENT.sub(lambda m: "(" + defs[m.group(0)][0] + ")"
                       if len(defs.get(m.group(0), ())) == 1 and defs[m.group(0)][0] else m.group(0), text)
         if new == text:
             break
@@ -139,7 +139,7 @@ def _tile_scaled(text: str, tiles: set[str]) -> bool:
     for _ in range(3):  # drop subtracted terms: `- (..)`, `- a * b`
         text = re.sub(r"-\s*\((?:[^()]|\([^()]*\))*\)", "-0", text)
         text = re.sub(r"-\s*[\w.]+(\s*[*/]+\s*[\w.]+)*", "-0", text)
-    for m in _ID.finditer(text):
+    for m in IDENT.finditer(text):
         if m.group(0) not in tiles:
             continue
         before = text[:m.start()].rstrip()
@@ -206,7 +206,7 @@ def _sparse_bounds(k, lp) -> bool:
     """Loop bounds read from a block-sparse structure (CSR offsets, block counts)."""
     texts, seen = list(lp.args), set()
     for _ in range(3):
-        names = {n for t in texts for n in _ID.findall(t)} - seen
+        names = {n for t in texts for n in IDENT.findall(t)} - seen
         seen |= names
         for a in k.assigns:
             if a.loop_depth == 0 and set(assign_targets(a)) & names:

@@ -14,8 +14,8 @@ address generation, bounds checks and the global→shared transfer run in the co
 engine instead of in every thread's registers, and the copy is asynchronous, which lets
 the software pipeline (`num_stages`) and warp specialization overlap loads with MMAs.
 It pays off for large, regular tiles in compute-heavy loops (GEMM-like K loops,
-attention); techniques.md lists it among the Hopper-only techniques of Triton's
-persistent matmul tutorial and `triton_kernels`.
+attention), as in Triton's persistent matmul tutorial and `triton_kernels` (see
+References).
 
 ## Applies when
 - a loop loads 2-D tiles (manual offsets or block pointers) that feed a `tl.dot` in the
@@ -29,10 +29,11 @@ persistent matmul tutorial and `triton_kernels`.
 
 ## Does not apply when
 - tiles are tiny (16x16 blocks, short loops): the descriptor setup costs more than it
-  saves; flash-linear-attention keeps its TMA path off by default (`FLA_USE_TMA=0`) for
-  that reason (techniques.md);
-- the GPU is pre-Hopper, or AMD other than gfx1250 (FLA notes gfx942/gfx950 do not lower
-  descriptors to hardware copies); there the descriptor falls back to ordinary loads;
+  saves; flash-linear-attention keeps its TMA path off unless `FLA_USE_TMA=1` is set
+  (`fla/utils/hardware.py`, fla-core 0.6.0);
+- the GPU is pre-Hopper, or AMD other than gfx1250 (the same FLA file notes gfx942/gfx950
+  do not lower descriptors to hardware copies); there the descriptor falls back to
+  ordinary loads;
 - rows are gathered through an index tensor (use `desc.gather` on Blackwell, or keep
   pointer loads);
 - the inner stride is not 1 or strides are not 16-byte multiples (odd head dims, packed

@@ -1,0 +1,32 @@
+"""Shared predicates: the floor every catalog module stands on.
+
+A catalog module (``skel/skeletons/catalog/<id>.py``) describes one skeleton. When two
+skeletons need the same recognition — "this kernel is autotuned", "this pointer comes
+from that argument", "this loop strides over programs", "no ``tl.dot``" — the helper
+lives here, once, instead of one catalog module importing another's internals.
+
+What belongs here:
+
+- a function of kernel facts (``skel.miner.facts.KernelFacts``) or a ``Condition``
+  (``skel.skeletons.conditions``) that more than one catalog module uses;
+- the shared constants (name patterns such as ``IDENT``, ``TILE_NAME``,
+  ``VARYING_LENGTH``; the 2-D broadcast idioms).
+
+What does not: anything one skeleton alone uses (it stays in that skeleton's module),
+and the skeletons themselves. Modules are named by topic:
+
+- ``names``: identifier and naming-convention patterns;
+- ``tiles``: ``[:, None]`` / ``[None, :]`` broadcast idioms in source text;
+- ``dots``: ``tl.dot`` presence and absence;
+- ``autotune``: ``@triton.autotune`` configs, keys and tuned meta-parameters;
+- ``programs``: program ids, grid axes and grid-stride loops;
+- ``rows``: row-wise kernels (one row per program, reduced in one block);
+- ``pointers``: which argument a pointer comes from; in-place updates and atomics;
+- ``branches``: runtime branches on switch arguments;
+- ``loops``: loop-carried state;
+- ``masks``: constant triangular ones matrices built from index comparisons.
+
+Rules: predicates import only from ``skel.skeletons.conditions``,
+``skel.skeletons.flow`` and each other — never from ``skel.skeletons.catalog``;
+catalog modules import only from here, ``conditions``, ``base`` and ``flow``.
+"""

@@ -1,0 +1,641 @@
+"""Every shared predicate in ``skel.skeletons.predicates``, on small Triton kernels where it
+must hold and where it must not; and the import floor (no catalog module imports another)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from skel.miner.facts import extract_file
+from skel.skeletons.flow import flow_of
+from skel.skeletons.predicates import autotune, branches, dots, loops, masks, names, pointers, programs, rows, tiles
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
+SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
+
+
+def kernel(src: str, name: str | None = None):
+    """The facts of kernel ``name`` (or the only kernel) in a source snippet."""
+    ks = extract_file(HEADER + textwrap.dedent(src).lstrip())
+    assert ks, "no kernel extracted"
+    if name is None:
+        assert len(ks) == 1, [k.name for k in ks]
+        return ks[0]
+    return next(k for k in ks if k.name == name)
+
+
+def holds(cond, k) -> bool:
+    return cond.check(k) is not None
+
+
+# --- kernels shared by several tests ---------------------------------------------------
+
+ROW_NORM = '''
+@triton.jit
+def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * y_row_stride + cols, x * rstd * w, mask=mask)
+'''
+
+PERSISTENT_NORM = '''
+@triton.jit
+def rms_norm_kernel(x_ptr, y_ptr, x_row_stride, n_rows, n_cols, eps, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+        tl.store(y_ptr + row * x_row_stride + cols, x * rstd, mask=mask)
+'''
+
+MATMUL = '''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+'''
+
+AUTOTUNED_MATMUL = '''
+@triton.autotune(
+    configs=[
+        triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4, num_stages=3),
+        triton.Config({'BLOCK_M': 128, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=8, num_stages=4),
+    ],
+    key=['N', 'K'],
+)
+@triton.jit
+''' + MATMUL.split("@triton.jit\n", 1)[1]
+
+SINGLE_CONFIG = '''
+@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=4)], key=['n'])
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+SCALE_IN_PLACE = '''
+@triton.jit
+def scale_inplace_kernel(x_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, x * scale, mask=offs < n)
+'''
+
+COPY = '''
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x, mask=offs < n)
+'''
+
+HELPER = '''
+@triton.jit
+def silu(x):
+    return x * tl.sigmoid(x)
+'''
+
+
+# --- names -----------------------------------------------------------------------------
+
+def test_ident_pulls_names_out_of_expressions():
+    k = kernel(MATMUL)
+    loop = k.loops[0]
+    assert names.IDENT.findall(" ".join(loop.args)) == ["K", "BLOCK_K"]
+    assert names.IDENT.fullmatch("pid_m") and not names.IDENT.fullmatch("0x10")
+    assert not names.IDENT.fullmatch("a.b") and not names.IDENT.fullmatch("1st")
+
+
+def test_tile_name_is_a_tile_size_parameter():
+    k = kernel(MATMUL)
+    tiles_ = [p.name for p in k.params if p.constexpr and names.TILE_NAME.fullmatch(p.name)]
+    assert tiles_ == ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
+    for name in ("BK", "BV", "BLOCK_SIZE_K", "TILE_N"):
+        assert names.TILE_NAME.fullmatch(name)
+    for name in ("M", "N", "K", "n_cols", "eps", "NUM_STAGES", "HAS_BIAS"):
+        assert not names.TILE_NAME.fullmatch(name), name
+
+
+def test_varying_length_is_a_per_call_length():
+    k = kernel('''
+        @triton.jit
+        def chunk_kernel(q, k, o, T, H, K: tl.constexpr, BT: tl.constexpr, seq_len):
+            i_t = tl.program_id(0)
+            tl.store(o + i_t, tl.load(q + i_t) + T + H + seq_len)
+    ''')
+    varying = [p.name for p in k.params if names.VARYING_LENGTH.fullmatch(p.name)]
+    assert varying == ["T", "seq_len"]  # H and K are model dims, fixed per model
+
+
+# --- tiles -----------------------------------------------------------------------------
+
+def test_broadcast_2d_tells_2d_tiles_from_1d_rows():
+    assert tiles.BROADCAST_2D.search(kernel(MATMUL).source)
+    assert not tiles.BROADCAST_2D.search(kernel(ROW_NORM).source)
+    assert re.search(tiles.COL_AXIS, "rm[:, None]") and not re.search(tiles.COL_AXIS, "rn[None, :]")
+    assert re.search(tiles.ROW_AXIS, "rn[None,:]") and not re.search(tiles.ROW_AXIS, "rm[ :,None ]")
+
+
+def test_outer_product_is_a_rank_one_update():
+    k = kernel('''
+        @triton.jit
+        def recurrent_kernel(k, v, h0, T, K: tl.constexpr, V: tl.constexpr):
+            o_k = tl.arange(0, K)
+            o_v = tl.arange(0, V)
+            b_h = tl.load(h0 + o_k[:, None] * V + o_v[None, :])
+            for t in range(T):
+                b_k = tl.load(k + t * K + o_k)
+                b_v = tl.load(v + t * V + o_v)
+                b_h = b_h * 0.9 + b_k[:, None] * b_v[None, :]
+            tl.store(h0 + o_k[:, None] * V + o_v[None, :], b_h)
+    ''')
+    updates = [a for a in k.assigns if tiles.OUTER_PRODUCT.search(a.value) and "tl.load" not in a.calls]
+    assert [(a.targets, a.loop_depth) for a in updates] == [(["b_h"], 1)]
+    assert not tiles.OUTER_PRODUCT.search("b_h * 0.9 + b_k")
+    assert not tiles.OUTER_PRODUCT.search("o_k[:, None] + o_v[None, :]")  # added, not multiplied
+    # a row-major 2-D address reads the same way (the filter above skips loads for that)
+    assert tiles.OUTER_PRODUCT.search("rm[:, None] * K + rk[None, :]")
+
+
+# --- dots ------------------------------------------------------------------------------
+
+def test_has_dot_and_no_dot():
+    mm, norm = kernel(MATMUL), kernel(ROW_NORM)
+    assert holds(dots.HAS_DOT, mm) and not holds(dots.HAS_DOT, norm)
+    assert holds(dots.NO_DOT, norm) and not holds(dots.NO_DOT, mm)
+    assert dots.NO_DOT.describe == "no `tl.dot`"
+
+
+def test_no_dot_with_a_reason_says_why():
+    cond = dots.no_dot("tensor cores dominate")
+    assert cond.name == "~dot" and cond.describe == "no `tl.dot` (tensor cores dominate)"
+    assert holds(cond, kernel(ROW_NORM)) and not holds(cond, kernel(MATMUL))
+
+
+# --- autotune --------------------------------------------------------------------------
+
+def test_autotuned():
+    assert holds(autotune.AUTOTUNED, kernel(AUTOTUNED_MATMUL))
+    assert not holds(autotune.AUTOTUNED, kernel(MATMUL))
+
+
+def test_decorator_and_autotune_text():
+    k = kernel(AUTOTUNED_MATMUL)
+    assert autotune.decorator_text(k).lstrip().startswith("@triton.autotune(")
+    assert autotune.decorator_text(k).rstrip().endswith("@triton.jit")
+    text = autotune.autotune_text(k)
+    assert text.startswith("autotune(") and "configs=" in text and "key=['N', 'K']" in text
+    plain = kernel(MATMUL)
+    assert autotune.decorator_text(plain).strip() == "@triton.jit"
+    assert autotune.autotune_text(plain) == ""
+
+
+def test_autotune_config_keys():
+    keys = autotune.autotune_config_keys(kernel(AUTOTUNED_MATMUL))
+    assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"} <= keys
+    assert autotune.autotune_config_keys(kernel(MATMUL)) == set()
+
+
+def test_autotune_config_keys_read_through_spread_kwargs():
+    k = kernel('''
+        autotune_cache_kwargs = {}
+
+        @triton.autotune(
+            configs=[triton.Config({'BS': bs}, num_warps=w) for bs in [16, 32] for w in [2, 4]],
+            key=['S'],
+            **autotune_cache_kwargs,
+        )
+        @triton.jit
+        def cumsum_kernel(s, o, T, S: tl.constexpr, BS: tl.constexpr):
+            i_s = tl.program_id(0)
+            o_s = i_s * BS + tl.arange(0, BS)
+            tl.store(o + o_s, tl.cumsum(tl.load(s + o_s, mask=o_s < S), axis=0), mask=o_s < S)
+    ''')
+    assert {"BS", "num_warps"} <= autotune.autotune_config_keys(k)
+
+
+def test_autotune_key_names():
+    assert autotune.autotune_key_names(kernel(AUTOTUNED_MATMUL)) == ["N", "K"]
+    assert autotune.autotune_key_names(kernel(MATMUL)) == []
+
+
+def test_autotune_multi_config():
+    assert autotune.autotune_multi_config(kernel(AUTOTUNED_MATMUL))
+    assert not autotune.autotune_multi_config(kernel(SINGLE_CONFIG))
+    assert not autotune.autotune_multi_config(kernel(MATMUL))
+
+
+def test_tuned_meta_params():
+    assert autotune.tuned_meta_params(kernel(AUTOTUNED_MATMUL)) == {"BLOCK_M", "BLOCK_N", "BLOCK_K"}
+    assert autotune.tuned_meta_params(kernel(MATMUL)) == set()
+
+
+def test_tuned_meta_params_from_a_config_helper():
+    src = '''
+        def get_configs():
+            return [triton.Config({'BLOCK': b}) for b in (256, 512)]
+
+        @triton.autotune(configs=get_configs(), key=['n'])
+        @triton.jit
+        def scale_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * scale, mask=offs < n)
+
+        def scale(x, s):
+            y = torch.empty_like(x)
+            scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta['BLOCK']),)](x, y, x.numel(), scale=s)
+            return y
+    '''
+    # configs built by a helper: the tile parameter no launch passes is the tuned one
+    assert autotune.tuned_meta_params(kernel(src)) == {"BLOCK"}
+
+
+# --- programs --------------------------------------------------------------------------
+
+def test_kernel_entry():
+    assert holds(programs.KERNEL_ENTRY, kernel(ROW_NORM))
+    assert not holds(programs.KERNEL_ENTRY, kernel(HELPER))
+
+
+def test_program_id_vars():
+    assert {"pid_m", "pid_n"} <= programs.program_id_vars(kernel(MATMUL))
+    k = kernel('''
+        @triton.jit
+        def fwd_kernel(q, o, H, BT: tl.constexpr):
+            i_t, i_bh = tl.program_id(0), tl.program_id(1)
+            i_b = i_bh // H
+            offs = i_t * BT + tl.arange(0, BT)
+            tl.store(o + i_b * BT + offs, tl.load(q + offs))
+    ''')
+    pids = programs.program_id_vars(k)
+    assert {"i_t", "i_bh", "i_b"} <= pids
+    assert "offs" not in pids  # built with tl.arange: a tile of offsets, not a program id
+    assert programs.program_id_vars(kernel(HELPER)) == set()
+
+
+def test_program_axes():
+    assert programs.program_axes(kernel(MATMUL)) == {0, 1}
+    assert programs.program_axes(kernel(ROW_NORM)) == {0}
+    assert programs.program_axes(kernel(HELPER)) == set()
+    k = kernel('''
+        @triton.jit
+        def attn_kernel(q, o, AXIS: tl.constexpr):
+            i_h = tl.program_id(axis=2)
+            i_x = tl.program_id(AXIS)
+            tl.store(o + i_h + i_x, tl.load(q + i_h))
+    ''')
+    assert programs.program_axes(k) == {2, -1}
+
+
+def test_pid_names():
+    assert programs.pid_names(kernel(MATMUL)) == {"pid_m": "0", "pid_n": "1"}
+    k = kernel('''
+        @triton.jit
+        def fwd_kernel(q, o):
+            i_v, i_bh = tl.program_id(0), tl.program_id(axis=1)
+            n = tl.num_programs(0)
+            tl.store(o + i_bh * n + i_v, tl.load(q + i_v))
+    ''')
+    assert programs.pid_names(k) == {"i_v": "0", "i_bh": "1"}
+    assert programs.pid_names(k, "tl.num_programs") == {"n": "0"}
+    assert programs.pid_names(kernel(PERSISTENT_NORM)) == {}  # program id read inline
+
+
+def test_grid_stride_loops():
+    k = kernel(PERSISTENT_NORM)
+    assert programs.grid_stride_loops(k) == [k.loops[0].line]
+    per_program = kernel('''
+        @triton.jit
+        def rms_norm_bwd_kernel(dy_ptr, dx_ptr, stride, n_rows, n_cols, rows_per_program, BLOCK: tl.constexpr):
+            row_block_id = tl.program_id(0)
+            row_start = row_block_id * rows_per_program
+            row_end = min((row_block_id + 1) * rows_per_program, n_rows)
+            cols = tl.arange(0, BLOCK)
+            for row in range(row_start, row_end):
+                dy = tl.load(dy_ptr + row * stride + cols, mask=cols < n_cols)
+                tl.store(dx_ptr + row * stride + cols, dy * 2, mask=cols < n_cols)
+    ''')
+    assert programs.grid_stride_loops(per_program) == [per_program.loops[0].line]
+    assert programs.grid_stride_loops(kernel(MATMUL)) == []  # a K loop, not over programs
+    assert programs.grid_stride_loops(kernel(ROW_NORM)) == []
+
+
+# --- rows ------------------------------------------------------------------------------
+
+def test_one_row_per_program():
+    assert holds(rows.ONE_ROW_PER_PROGRAM, kernel(ROW_NORM))
+    assert not holds(rows.ONE_ROW_PER_PROGRAM, kernel(MATMUL))  # 2-D grid
+    assert not holds(rows.ONE_ROW_PER_PROGRAM, kernel(COPY))  # pid * BLOCK: a block, not a row
+
+
+def test_one_row_per_program_reads_a_dotted_stride():
+    k = kernel('''
+        @triton.jit
+        def softmax_kernel(x_ptr, y_ptr, x, n_cols, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            row = tl.load(x_ptr + pid * x.stride + cols, mask=cols < n_cols, other=-float('inf'))
+            tl.store(y_ptr + pid * x.stride + cols, row - tl.max(row, axis=0), mask=cols < n_cols)
+    ''')
+    assert holds(rows.ONE_ROW_PER_PROGRAM, k)
+
+
+def test_row_reduction():
+    assert holds(rows.ROW_REDUCTION, kernel(ROW_NORM))
+    assert not holds(rows.ROW_REDUCTION, kernel(COPY))
+    looped = kernel('''
+        @triton.jit
+        def row_sum_kernel(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            acc = 0.0
+            for off in range(0, n_cols, BLOCK):
+                cols = off + tl.arange(0, BLOCK)
+                acc += tl.sum(tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0))
+            tl.store(y_ptr + row, acc)
+    ''')
+    assert not holds(rows.ROW_REDUCTION, looped)  # reduced block by block inside the loop
+    assert not holds(rows.ROW_IN_ONE_BLOCK, looped)
+
+
+def test_row_in_one_block():
+    assert holds(rows.ROW_IN_ONE_BLOCK, kernel(ROW_NORM))
+    assert not holds(rows.ROW_IN_ONE_BLOCK, kernel(PERSISTENT_NORM))
+    assert not holds(rows.ROW_IN_ONE_BLOCK, kernel(MATMUL))
+
+
+def test_row_is_1d():
+    assert holds(rows.ROW_IS_1D, kernel(ROW_NORM))
+    assert not holds(rows.ROW_IS_1D, kernel(MATMUL))
+
+
+# --- pointers --------------------------------------------------------------------------
+
+def test_pointer_arg():
+    k = kernel('''
+        @triton.jit
+        def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(pointer=x_ptr + offs, mask=offs < n)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+            tl.atomic_add(ptr=y_ptr, val=1)
+            tl.debug_barrier()
+    ''')
+    assert [pointers.pointer_arg(c) for c in k.calls_named("tl.load", "tl.store", "tl.atomic_add")] == [
+        "x_ptr + offs", "y_ptr + offs", "y_ptr"]
+    assert pointers.pointer_arg(k.calls_named("tl.debug_barrier")[0]) == ""
+
+
+def test_pointer_bases():
+    k = kernel('''
+        @triton.jit
+        def chunk_kernel(q, o, s_t, T, BT: tl.constexpr):
+            i_t = tl.program_id(0)
+            p_q = tl.make_block_ptr(q, (T,), (s_t,), (i_t * BT,), (BT,), (0,))
+            p_o = tl.make_block_ptr(o + i_t, (T,), (s_t,), (i_t * BT,), (BT,), (0,))
+            b_q = tl.load(p_q, boundary_check=(0,))
+            tl.store(p_o, b_q * 2, boundary_check=(0,))
+    ''')
+    load, store = k.calls_named("tl.load")[0], k.calls_named("tl.store")[0]
+    assert pointers.pointer_bases(pointers.pointer_arg(load), k, load.line) == {"q"}
+    assert pointers.pointer_bases(pointers.pointer_arg(store), k, store.line) == {"o"}
+    assert pointers.pointer_bases("tl.arange(0, BT)", k) == set()
+    assert pointers.pointer_bases("b_q", k) == set()  # a loaded value, not a pointer argument
+
+
+def test_pointer_bases_follow_the_latest_assignment():
+    k = kernel('''
+        @triton.jit
+        def two_kernel(a, b, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            p = a + offs
+            x = tl.load(p)
+            p = b + offs
+            tl.store(p, x)
+    ''')
+    load, store = k.calls_named("tl.load")[0], k.calls_named("tl.store")[0]
+    assert pointers.pointer_bases("p", k, load.line) == {"a"}
+    assert pointers.pointer_bases("p", k, store.line) == {"b"}
+
+
+def test_in_place_lines():
+    k = kernel(SCALE_IN_PLACE)
+    load, store = k.calls_named("tl.load")[0], k.calls_named("tl.store")[0]
+    assert pointers.in_place_lines(k) == [load.line, store.line]
+    assert pointers.in_place_lines(kernel(COPY)) == []
+
+
+def test_atomic_lines():
+    k = kernel('''
+        @triton.jit
+        def hist_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n)
+            tl.atomic_add(out_ptr + x, 1, mask=offs < n)
+            tl.atomic_max(out_ptr, tl.max(x, axis=0))
+    ''')
+    assert pointers.atomic_lines(k) == [c.line for c in k.calls if c.name in ("tl.atomic_add", "tl.atomic_max")]
+    assert len(pointers.atomic_lines(k)) == 2
+    assert pointers.atomic_lines(kernel(COPY)) == []
+
+
+def test_accumulates():
+    assert holds(pointers.ACCUMULATES, kernel(SCALE_IN_PLACE))
+    assert holds(pointers.ACCUMULATES, kernel('''
+        @triton.jit
+        def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+    '''))
+    assert not holds(pointers.ACCUMULATES, kernel(COPY))
+    assert not holds(pointers.ACCUMULATES, kernel(MATMUL))
+
+
+# --- branches --------------------------------------------------------------------------
+
+def test_runtime_switch_branch():
+    k = kernel('''
+        @triton.jit
+        def act_kernel(x_ptr, y_ptr, bias_ptr, n, use_gelu, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n)
+            if use_gelu:
+                x = x * tl.sigmoid(1.702 * x)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+    ''')
+    assert branches.runtime_switch_ifs(k) == [k.ifs[0]["line"]]
+    assert holds(branches.RUNTIME_SWITCH_BRANCH, k)
+
+
+@pytest.mark.parametrize("test", [
+    "USE_GELU",  # a constexpr flag: compiled away already
+    "n_elements > 0",  # a size, not a switch
+    "T > 1",  # a per-call length
+    "bias_ptr is not None",  # an optional pointer
+    "bias_ptr",  # a pointer loaded from below
+    "stride_x == 1",  # a stride
+])
+def test_runtime_switch_branch_not_on_sizes_pointers_or_constexprs(test):
+    k = kernel(f'''
+        @triton.jit
+        def act_kernel(x_ptr, y_ptr, bias_ptr, n_elements, T, stride_x, BLOCK: tl.constexpr,
+                       USE_GELU: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs * stride_x, mask=offs < n_elements)
+            if {test}:
+                x = x + tl.load(bias_ptr + offs, mask=offs < n_elements)
+            tl.store(y_ptr + offs, x, mask=offs < n_elements)
+    ''')
+    assert branches.runtime_switch_ifs(k) == []
+    assert not holds(branches.RUNTIME_SWITCH_BRANCH, k)
+
+
+# --- loops -----------------------------------------------------------------------------
+
+def test_loop_carried():
+    k = kernel(MATMUL)
+    carried = loops.loop_carried(k, k.loops[0])
+    assert set(carried) == {"acc"}  # a and b are reloaded every iteration
+    assert carried["acc"].line == k.calls_named("tl.dot")[0].line
+    k2 = kernel('''
+        @triton.jit
+        def online_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            m = -float('inf')
+            s = 0.0
+            for off in range(0, n, BLOCK):
+                x = tl.load(x_ptr + off + tl.arange(0, BLOCK))
+                m_new = tl.maximum(m, tl.max(x, axis=0))
+                s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+                m = m_new
+            tl.store(y_ptr, s)
+    ''')
+    carried = loops.loop_carried(k2, k2.loops[0])
+    # only a direct self-read counts: `m` flows through `m_new` and is not reported
+    assert set(carried) == {"s"}
+    assert loops.loop_carried(kernel(PERSISTENT_NORM), kernel(PERSISTENT_NORM).loops[0]) == {}
+
+
+# --- masks -----------------------------------------------------------------------------
+
+def _dot_operands(src):
+    k = kernel(src)
+    fl = flow_of(k)
+    return fl, [a for c in fl.named("tl.dot") for a in c.node.args[:2]]
+
+
+def test_triangular_ones():
+    fl, ops = _dot_operands('''
+        @triton.jit
+        def chunk_cumsum_kernel(s, o, BT: tl.constexpr, S: tl.constexpr):
+            o_i = tl.arange(0, BT)
+            m_s = tl.where(o_i[:, None] >= o_i[None, :], 1., 0.)
+            b_s = tl.load(s + o_i[:, None] * S + tl.arange(0, S)[None, :])
+            b_o = tl.dot(m_s, b_s, allow_tf32=False)
+            tl.store(o + o_i[:, None] * S + tl.arange(0, S)[None, :], b_o)
+    ''')
+    assert [masks.triangular_ones(fl, a) for a in ops] == [True, False]
+    fl, ops = _dot_operands('''
+        @triton.jit
+        def cast_kernel(s, o, BT: tl.constexpr):
+            o_i = tl.arange(0, BT)
+            b_s = tl.load(s + o_i[:, None] * BT + o_i[None, :])
+            b_o = tl.dot((o_i[:, None] >= o_i[None, :]).to(tl.float32), b_s)
+            tl.store(o + o_i[:, None] * BT + o_i[None, :], b_o)
+    ''')
+    assert masks.triangular_ones(fl, ops[0])
+
+
+def test_triangular_ones_not_a_causal_score_mask():
+    fl, ops = _dot_operands('''
+        @triton.jit
+        def attn_kernel(q, k, v, o, BT: tl.constexpr, D: tl.constexpr):
+            o_i = tl.arange(0, BT)
+            o_d = tl.arange(0, D)
+            b_q = tl.load(q + o_i[:, None] * D + o_d[None, :])
+            b_k = tl.load(k + o_i[:, None] * D + o_d[None, :])
+            b_v = tl.load(v + o_i[:, None] * D + o_d[None, :])
+            b_s = tl.dot(b_q, tl.trans(b_k))
+            b_s = tl.where(o_i[:, None] >= o_i[None, :], b_s, 0.)
+            tl.store(o + o_i[:, None] * D + o_d[None, :], tl.dot(b_s.to(b_v.dtype), b_v))
+    ''')
+    assert not any(masks.triangular_ones(fl, a) for a in ops)
+
+
+# --- the floor -------------------------------------------------------------------------
+
+def _imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append(node.module)
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return out
+
+
+ALLOWED = ("skel.skeletons.predicates", "skel.skeletons.conditions", "skel.skeletons.base", "skel.skeletons.flow")
+
+
+@pytest.mark.parametrize("path", sorted((SKELETONS / "catalog").glob("*.py")), ids=lambda p: p.name)
+def test_catalog_modules_import_only_the_floor(path):
+    skel_imports = [m for m in _imports(path) if m.startswith("skel")]
+    bad = [m for m in skel_imports if not any(m == a or m.startswith(a + ".") for a in ALLOWED)]
+    assert not bad, f"{path.name} imports {bad}; shared helpers belong in skel/skeletons/predicates/"
+
+
+@pytest.mark.parametrize("path", sorted((SKELETONS / "predicates").glob("*.py")), ids=lambda p: p.name)
+def test_predicates_never_import_the_catalog(path):
+    assert not [m for m in _imports(path) if m.startswith("skel.skeletons.catalog")]
+
+
+def _public_names():
+    pkg = importlib.import_module("skel.skeletons.predicates")
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        src = Path(mod.__file__).read_text()
+        for name, value in vars(mod).items():
+            if name.startswith("_") or isinstance(value, type(re)) or name == "annotations":
+                continue
+            if not (re.search(rf"^{name}\s*=", src, re.M) or re.search(rf"^def {name}\(", src, re.M)):
+                continue  # imported from elsewhere
+            yield mod, name, value, src
+
+
+@pytest.mark.parametrize("item", list(_public_names()), ids=lambda t: f"{t[0].__name__.split('.')[-1]}.{t[1]}")
+def test_every_public_predicate_is_documented(item):
+    mod, name, value, src = item
+    if callable(value) and not hasattr(value, "check"):
+        assert (value.__doc__ or "").strip(), f"{mod.__name__}.{name} has no docstring"
+    else:  # a constant or a Condition: a `#:` comment right above its definition
+        lines = src.splitlines()
+        i = next(n for n, ln in enumerate(lines) if re.match(rf"{name}\s*=", ln))
+        assert i > 0 and lines[i - 1].startswith("#:"), f"{mod.__name__}.{name} needs a `#:` comment"
+
+
+def test_every_public_predicate_is_tested():
+    here = Path(__file__).read_text()
+    untested = [f"{m.__name__}.{n}" for m, n, _, _ in _public_names()
+                if f"{m.__name__.split('.')[-1]}.{n}" not in here]
+    assert not untested, untested
