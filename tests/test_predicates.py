@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from skel.miner.facts import extract_file
-from skel.skeletons.flow import flow_of
+from skel.kernels.triton import extract_file
+from skel.kernels.flow import args_of, flow_of
 from skel.skeletons.predicates import autotune, branches, dots, loops, masks, names, pointers, programs, rows, tiles
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
@@ -542,7 +542,7 @@ def test_loop_carried():
 def _dot_operands(src):
     k = kernel(src)
     fl = flow_of(k)
-    return fl, [a for c in fl.named("tl.dot") for a in c.node.args[:2]]
+    return fl, [a for c in fl.named("tl.dot") for a in args_of(c.node)[:2]]
 
 
 def test_triangular_ones():
@@ -595,7 +595,7 @@ def _imports(path: Path) -> list[str]:
     return out
 
 
-ALLOWED = ("skel.skeletons.predicates", "skel.skeletons.conditions", "skel.skeletons.base", "skel.skeletons.flow")
+ALLOWED = ("skel.skeletons.predicates", "skel.skeletons.conditions", "skel.skeletons.base", "skel.kernels.flow")
 
 
 @pytest.mark.parametrize("path", sorted((SKELETONS / "catalog").glob("*.py")), ids=lambda p: p.name)

@@ -89,24 +89,83 @@ def constant(node: Node) -> object:
     return NOT_CONSTANT
 
 
+_BINARY = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+           cst.Modulo: "%", cst.Power: "**", cst.MatrixMultiply: "@", cst.BitAnd: "&", cst.BitOr: "|",
+           cst.BitXor: "^", cst.LeftShift: "<<", cst.RightShift: ">>"}
+_COMPARE = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">=",
+            cst.Equal: "==", cst.NotEqual: "!=", cst.In: "in", cst.NotIn: "not in", cst.Is: "is",
+            cst.IsNot: "is not"}
+ORDERING = ("<", "<=", ">", ">=")
+
+
 def is_none(e: Node) -> bool:
     return isinstance(e, cst.Name) and e.value == "None"
 
 
-def binary(e: Node, *ops: type) -> bool:
-    """``e`` is a binary operation with one of ``ops`` (``cst.Add``, ``cst.Modulo`` ...)."""
-    return isinstance(e, cst.BinaryOperation) and isinstance(e.operator, ops)
+def name_of(e: Node) -> str | None:
+    """The variable ``e`` is, when it is a bare name."""
+    return e.value if isinstance(e, cst.Name) else None
 
 
-def comparison(e: Node) -> tuple[Node, type, Node] | None:
-    """``(left, operator type, right)`` of a single comparison ``a < b``, else None."""
+def is_call(e: Node, *names: str) -> bool:
+    """``e`` is a call (of one of ``names``, when given)."""
+    return isinstance(e, cst.Call) and (not names or call_name(e) in names)
+
+
+def binary(e: Node, *ops: str) -> bool:
+    """``e`` is a binary operation with one of ``ops`` ("+", "-", "//", "%", "&" ...)."""
+    return isinstance(e, cst.BinaryOperation) and _BINARY.get(type(e.operator)) in ops
+
+
+def operands(e: Node) -> tuple[Node, Node]:
+    """Left and right operands of a binary operation (see :func:`binary`)."""
+    assert isinstance(e, cst.BinaryOperation)
+    return e.left, e.right
+
+
+def comparison(e: Node) -> tuple[Node, str, Node] | None:
+    """``(left, "<", right)`` for a single comparison ``a < b``, else None."""
     if isinstance(e, cst.Comparison) and len(e.comparisons) == 1:
         c = e.comparisons[0]
-        return e.left, type(c.operator), c.comparator
+        return e.left, _COMPARE.get(type(c.operator), "?"), c.comparator
     return None
 
 
-ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+def negated(e: Node) -> Node | None:
+    """The operand of a unary ``-x``, ``+x``, ``~x`` or ``not x``."""
+    return e.expression if isinstance(e, cst.UnaryOperation) else None
+
+
+def is_not(e: Node) -> bool:
+    return isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not)
+
+
+def receiver(call: cst.Call) -> Node | None:
+    """The object a method is called on: ``x`` in ``x.to(tl.float32)``."""
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def kwarg(call: cst.Call, name: str) -> Node | None:
+    """The value passed as keyword ``name``."""
+    return keyword_arg(call, name)
+
+
+def has_kwarg(call: cst.Call, *names: str) -> bool:
+    return any(a.keyword is not None and a.keyword.value in names for a in call.args)
+
+
+def keywords(call: cst.Call) -> list[Node]:
+    """The values of a call's keyword arguments, in order."""
+    return [a.value for a in call.args if a.keyword is not None]
+
+
+def branches(e: Node) -> tuple[Node, Node] | None:
+    """``(then, else)`` values of a conditional expression ``a if c else b``."""
+    return (e.body, e.orelse) if isinstance(e, cst.IfExp) else None
+
+
+def is_slice(e: Node) -> bool:
+    return isinstance(e, cst.Slice)
 
 
 def subscript_pair(e: Node) -> tuple[Node, Node] | None:
@@ -467,7 +526,7 @@ def bounds_mask(fl: Flow, mask: Node) -> bool:
             if not isinstance(n, cst.Comparison):
                 continue
             cmp = comparison(n)
-            if cmp is None or not issubclass(cmp[1], ORDERING):
+            if cmp is None or cmp[1] not in ORDERING:
                 return False
             if is_vector_expr(fl, cmp[0]) and is_vector_expr(fl, cmp[2]):
                 return False  # offsets against offsets: causal/triangular, not bounds
@@ -526,7 +585,7 @@ def stepped_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> list[int]:
                 continue
             v = d.value
             if d.op in ("+=", "-=") or (
-                    d.op == "=" and binary(v, cst.Add, cst.Subtract)
+                    d.op == "=" and binary(v, "+", "-")
                     and isinstance(v.left, cst.Name) and v.left.value == n) or (
                     isinstance(v, cst.Call) and call_name(v) == "tl.advance"):
                 lines.append(d.line)
@@ -543,7 +602,7 @@ def affine_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> bool:
         return False
     for e in exprs:
         for n in walk(e):
-            if binary(n, cst.FloorDivide, cst.Modulo) and depends_on_loop(fl, n.left, loop):
+            if binary(n, "//", "%") and depends_on_loop(fl, n.left, loop):
                 return False
             if isinstance(n, cst.Call) and call_name(n) in _CLAMPS \
                     and any(depends_on_loop(fl, a, loop) for a in args_of(n)):
@@ -559,7 +618,7 @@ def conjuncts(fl: Flow, expr: Node, depth: int = 8) -> list[Node]:
     (`m[:, None]`) and casts (`.to(tl.int1)`)."""
     if depth <= 0:
         return [expr]
-    if binary(expr, cst.BitAnd):
+    if binary(expr, "&"):
         return conjuncts(fl, expr.left, depth - 1) + conjuncts(fl, expr.right, depth - 1)
     if subscript_pair(expr) is not None and broadcast_axes([expr]):
         return conjuncts(fl, expr.value, depth - 1)

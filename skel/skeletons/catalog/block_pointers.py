@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from skel.skeletons.base import Category, Env, KnownBad, Skeleton
 from skel.skeletons.conditions import calls, custom
-from skel.skeletons.flow import (BLOCK_PTR_HELPER, _is_vector_expr, affine_in_loop, at_most_one_trip, bounds_mask,
+from skel.kernels.flow import (BLOCK_PTR_HELPER, is_vector_expr, affine_in_loop, at_most_one_trip, bounds_mask,
                                  conjuncts, depends_on_loop, flow_of, gathered_address, manual_2d_address,
                                  stepped_in_loop)
 
@@ -91,7 +91,7 @@ def _walking_tile_loads(k):
             continue  # the tile does not move (a hoisting case) or moves by a data-dependent step
         if stepped_in_loop(fl, addr, loop):
             continue  # already strength-reduced (`ptrs += BK * stride`): only the mask is left
-        moving = [m for m in conjuncts(fl, mask) if depends_on_loop(fl, m, loop) and _is_vector_expr(fl, m)]
+        moving = [m for m in conjuncts(fl, mask) if depends_on_loop(fl, m, loop) and is_vector_expr(fl, m)]
         if not moving:
             continue  # only a scalar base moves and the bounds are fixed: hoist the grid instead
         lines.append(c.line)

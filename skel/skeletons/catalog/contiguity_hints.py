@@ -42,11 +42,9 @@ MoE backward kernels) depends on one of:
 
 from __future__ import annotations
 
-import ast
-
+from skel.kernels.flow import (args_of, binary, call_name, calls_in, flow_of, gathered_address, is_vector_expr,
+                               names_in, operands, walk)
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import (_is_vector_expr, call_name, calls_in, flow_of,
-                                                   gathered_address, names_in)
 from skel.skeletons.conditions import calls, custom
 
 
@@ -56,10 +54,9 @@ def _wrapped_offsets(fl, exprs, constexprs: set[str]) -> bool:
     A literal or constexpr divisor is left out: Triton's axis analysis folds those
     (or the result is genuinely not contiguous, like `arange // 2`)."""
     for e in exprs:
-        for n in ast.walk(e):
-            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv)) \
-                    and _is_vector_expr(fl, n.left):
-                divisor = names_in(n.right)
+        for n in walk(e):
+            if binary(n, "%", "//") and is_vector_expr(fl, operands(n)[0]):
+                divisor = names_in(operands(n)[1])
                 if divisor and not divisor <= constexprs:
                     return True
     return False
@@ -70,7 +67,7 @@ def _pointer_select(fl, exprs) -> bool:
     vector condition); a scalar `tl.where(flag, a, b)` keeps both branches' alignment."""
     for e in exprs:
         for c in calls_in(e):
-            if call_name(c) == "tl.where" and c.args and _is_vector_expr(fl, c.args[0]):
+            if call_name(c) == "tl.where" and args_of(c) and is_vector_expr(fl, args_of(c)[0]):
                 return True
     return False
 

@@ -39,19 +39,17 @@ the dot and the add (casts, scaling) that would defeat the pattern match.
 
 from __future__ import annotations
 
-import ast
-
+from skel.kernels.flow import args_of, binary, flow_of, has_kwarg, is_call, name_of, operands
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import call_name, flow_of
 from skel.skeletons.conditions import calls, custom
 
 
-def _has_acc(node: ast.Call) -> bool:
-    return len(node.args) >= 3 or any(k.arg in ("acc", "out") for k in node.keywords)
+def _has_acc(node) -> bool:
+    return len(args_of(node)) >= 3 or has_kwarg(node, "acc", "out")
 
 
 def _bare_dot(expr) -> bool:
-    return isinstance(expr, ast.Call) and call_name(expr) == "tl.dot" and not _has_acc(expr)
+    return is_call(expr, "tl.dot") and not _has_acc(expr)
 
 
 def _separate_accumulations(k):
@@ -63,9 +61,9 @@ def _separate_accumulations(k):
                 continue
             if d.op == "+=" and _bare_dot(d.value):
                 lines.append(d.line)
-            elif d.op == "=" and isinstance(d.value, ast.BinOp) and isinstance(d.value.op, ast.Add):
-                sides = (d.value.left, d.value.right)
-                if any(isinstance(x, ast.Name) and x.id == name for x in sides) and any(_bare_dot(x) for x in sides):
+            elif d.op == "=" and binary(d.value, "+"):
+                sides = operands(d.value)
+                if any(name_of(x) == name for x in sides) and any(_bare_dot(x) for x in sides):
                     lines.append(d.line)
     return lines
 

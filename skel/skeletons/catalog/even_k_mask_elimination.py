@@ -53,12 +53,11 @@ small tiles; in big compute-bound GEMMs the MMAs hide most of it.
 
 from __future__ import annotations
 
-import ast
 import re
 
+from skel.kernels.flow import (args_of, at_most_one_trip, bounds_mask, comparison, conjuncts, depends_on_loop,
+                               flow_of, has_call, is_vector_expr, manual_2d_address, walk)
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import (_is_vector_expr, at_most_one_trip, bounds_mask, conjuncts, depends_on_loop,
-                                 flow_of, has_call, manual_2d_address)
 from skel.skeletons.conditions import custom
 
 _FLAG = re.compile(r"(?:EVEN|Even|even)(?:_\w+|[A-Z]\w*)?|NEED_\w*MASK\w*|\w*DIVISIBLE\w*|\w*divisible\w*")
@@ -95,10 +94,11 @@ def _limits(fl, mask):
     _, exprs = fl.closure(mask)
     out = []
     for e in exprs:
-        for n in ast.walk(e):
-            if isinstance(n, ast.Compare) and len(n.ops) == 1:
-                for side in (n.left, n.comparators[0]):
-                    if not _is_vector_expr(fl, side):
+        for n in walk(e):
+            cmp = comparison(n)
+            if cmp is not None:
+                for side in (cmp[0], cmp[2]):
+                    if not is_vector_expr(fl, side):
                         out.append(side)
     return out
 
@@ -135,7 +135,7 @@ def _masked_dot_tiles_in_k_loop(k):
         if at_most_one_trip(fl, k, loop):
             continue
         operands = set()
-        for op in dot.node.args[:2]:
+        for op in args_of(dot.node)[:2]:
             operands |= fl.closure(op, within=loop)[0]
         for c in fl.loads():
             mask = c.arg(1, "mask")

@@ -42,10 +42,8 @@ are neutral.
 
 from __future__ import annotations
 
-import ast
-
+from skel.kernels.flow import flow_of, has_call
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import flow_of, has_call
 from skel.skeletons.conditions import calls, custom
 from skel.skeletons.predicates.dots import NO_DOT
 
@@ -64,7 +62,7 @@ def _multi_pass_rereads(k):
     for c in fl.loads():
         if not c.loops or not _is_vector_load(fl, c):
             continue
-        earlier = seen.setdefault(ast.dump(c.arg(0, "pointer")), [])
+        earlier = seen.setdefault(fl.key(c.arg(0, "pointer")), [])
         if any(e.loops[-1].line != c.loops[-1].line and not e.exclusive_with(c) for e in earlier):
             lines.append(c.line)
         earlier.append(c)

@@ -47,7 +47,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, constant, custom, uses_name
-from skel.skeletons.flow import broadcast_axes, flow_of, has_call, tile_load_2d
+from skel.kernels.flow import args_of, broadcast_axes, flow_of, has_call, tile_load_2d
 
 NATURAL_EXP = ("tl.exp", "tl.math.exp", "exp", "tl.extra.cuda.libdevice.exp", "tl.extra.libdevice.exp",
                "tl.extra.libdevice.fast_expf", "tl.extra.cuda.libdevice.fast_expf")
@@ -82,9 +82,9 @@ def _exp_on_2d_tile(k):
     tiles = {t for c in fl.loads() if tile_load_2d(fl, c) for t in c.targets}
     lines = []
     for c in fl.calls:
-        if not _is_natural_exp(c.name) or not c.node.args:
+        if not _is_natural_exp(c.name) or not args_of(c.node):
             continue
-        names, exprs = fl.closure(c.node.args[0])
+        names, exprs = fl.closure(args_of(c.node)[0])
         if broadcast_axes(exprs) or names & tiles or has_call(exprs, "tl.dot"):
             lines.append(c.line)
     return lines

@@ -58,12 +58,11 @@ contexts (the grid shrinks by G).
 
 from __future__ import annotations
 
-import ast
 import re
 
+from skel.kernels.flow import args_of, at_most_one_trip, flow_of
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
-from skel.skeletons.flow import at_most_one_trip, flow_of
 from skel.skeletons.predicates.dots import NO_DOT
 
 _HEAD_BLOCK = re.compile(r"BLOCK_H\w*|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
@@ -98,7 +97,7 @@ def _vector_scores_in_loop(k) -> list[int]:
     fl = flow_of(k)
     lines = []
     for c in fl.named("tl.sum"):
-        if not c.node.args or not _VEC_MAT.search(ast.unparse(c.node.args[0])):
+        if not args_of(c.node) or not _VEC_MAT.search(fl.text(args_of(c.node)[0])):
             continue
         loop = next((lp for lp in reversed(c.loops)
                      if lp.kind not in ("tl.static_range", "while") and not at_most_one_trip(fl, k, lp)), None)
@@ -107,7 +106,7 @@ def _vector_scores_in_loop(k) -> list[int]:
         scores = set(c.targets)
 
         def reads_scores(x) -> bool:
-            return any(bool(fl.closure(a, within=loop)[0] & scores) for a in x.node.args)
+            return any(bool(fl.closure(a, within=loop)[0] & scores) for a in args_of(x.node))
 
         body = [x for x in fl.calls if loop.holds(x.line) and x.line >= c.line]
         if any(x.name in _EXP and reads_scores(x) for x in body) and \

@@ -41,10 +41,8 @@ registers.
 
 from __future__ import annotations
 
-import ast
-
+from skel.kernels.flow import args_of, call_name, calls_in, flow_of, is_call, kwarg, name_of, receiver
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import call_name, flow_of
 from skel.skeletons.conditions import custom
 
 _CASTS = (".to", ".cast", "tl.cast")
@@ -58,18 +56,19 @@ _REDUCTIONS = ("tl.sum", "tl.cumsum", "tl.reduce")
 # so they are not fp32-only entry points and an argument passing through one is not raw
 
 
-def _dtype_arg(node: ast.Call) -> str:
+def _dtype_arg(fl, node) -> str:
+    args = args_of(node)
     if call_name(node) == "tl.cast":
-        arg = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+        arg = args[1] if len(args) > 1 else kwarg(node, "dtype")
     else:
-        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dtype"), None)
-    return ast.unparse(arg) if arg is not None else ""
+        arg = args[0] if args else kwarg(node, "dtype")
+    return fl.text(arg) if arg is not None else ""
 
 
-def _cast_operand(node: ast.Call) -> ast.AST | None:
+def _cast_operand(node):
     if call_name(node) == "tl.cast":
-        return node.args[0] if node.args else None
-    return node.func.value if isinstance(node.func, ast.Attribute) else None
+        return args_of(node)[0] if args_of(node) else None
+    return receiver(node)
 
 
 def _loaded_names(fl) -> set[str]:
@@ -81,10 +80,10 @@ def _upcasts_of_loads(k):
     loaded = _loaded_names(fl)
     lines = []
     for c in fl.named(*_CASTS):
-        if "float32" not in _dtype_arg(c.node):
+        if "float32" not in _dtype_arg(fl, c.node):
             continue
         x = _cast_operand(c.node)
-        if isinstance(x, ast.Call) and call_name(x) == "tl.load" or isinstance(x, ast.Name) and x.id in loaded:
+        if is_call(x, "tl.load") or name_of(x) in loaded:
             lines.append(c.line)
     return lines
 
@@ -96,9 +95,9 @@ def _raw_loads_into(k, math_calls):
     cast_loads: set[int] = set()
     for c in fl.named(*_CASTS):
         x = _cast_operand(c.node)
-        if isinstance(x, ast.Name):
-            cast_names.add(x.id)
-        elif isinstance(x, ast.Call):
+        if name_of(x) is not None:
+            cast_names.add(name_of(x))
+        elif is_call(x):
             cast_loads.add(id(x))
     raw = {}
     for c in fl.loads():
@@ -111,25 +110,25 @@ def _raw_loads_into(k, math_calls):
         return None
     lines = []
     for m in fl.named(*math_calls):
-        if not m.node.args:
+        if not args_of(m.node):
             continue
-        arg = m.node.args[0]
-        if any(not call_name(c).startswith("tl.") for c in ast.walk(arg) if isinstance(c, ast.Call)):
+        arg = args_of(m.node)[0]
+        if any(not call_name(c).startswith("tl.") for c in calls_in(arg)):
             continue  # through a helper or a method (`.to`): may already be fp32
         names, exprs = fl.closure(arg, hops=3)
-        if names & raw.keys() and not names & cast_names and not _mixes_fp32(k, names, exprs):
+        if names & raw.keys() and not names & cast_names and not _mixes_fp32(fl, k, names, exprs):
             lines.append(m.line)
     return lines
 
 
-def _mixes_fp32(k, names, exprs) -> bool:
+def _mixes_fp32(fl, k, names, exprs) -> bool:
     """An fp32 value (a tl.dot result, fp32 zeros, an fp32 cast) takes part: type promotion
     makes the math fp32 whatever the loaded dtype, so nothing forces an fp32 input."""
     if any(k.var_dtypes.get(n) == "fp32" for n in names):
         return True
     for e in exprs:
-        for c in ast.walk(e):
-            if isinstance(c, ast.Call) and (call_name(c) == "tl.dot" or "float32" in ast.unparse(c)):
+        for c in calls_in(e):
+            if call_name(c) == "tl.dot" or "float32" in fl.text(c):
                 return True
     return False
 

@@ -45,11 +45,9 @@ address arithmetic competes with the loads and MMAs for issue slots.
 
 from __future__ import annotations
 
-import ast
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import (at_most_one_trip, broadcast_axes, flow_of, gathered_address, has_call,
-                                                   is_block_ptr_address, names_in, runtime_trip_count)
+from skel.kernels.flow import (at_most_one_trip, binary, broadcast_axes, flow_of, gathered_address, has_call, is_block_ptr_address, name_of, names_in, operands, runtime_trip_count)
 from skel.skeletons.conditions import custom
 
 _LOOPS = ("range", "tl.range")
@@ -72,8 +70,7 @@ def _advanced_in_loop(k):
             if not d.loops or d.loops[-1].kind == "while":
                 continue
             stepped = d.op in ("+=", "-=") or (
-                d.op == "=" and isinstance(d.value, ast.BinOp) and isinstance(d.value.op, (ast.Add, ast.Sub))
-                and isinstance(d.value.left, ast.Name) and d.value.left.id == name)
+                d.op == "=" and binary(d.value, "+", "-") and name_of(operands(d.value)[0]) == name)
             if stepped:
                 lines.append(d.line)
     return lines

@@ -39,11 +39,9 @@ fla-core 0.6.0: `tl.dot(b_A.to(b_v.dtype), b_v)`).
 
 from __future__ import annotations
 
-import ast
-
+from skel.kernels.flow import args_of, call_name, calls_in, flow_of, has_kwarg, is_call, keywords, name_of, names_in
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom, dot_operands_fp32, dot_operands_lowp, operand_dtype
-from skel.skeletons.flow import call_name, flow_of, names_in
 from skel.skeletons.predicates.masks import triangular_ones
 
 _LOWP_OUT = ("float16", "bfloat16")
@@ -66,18 +64,19 @@ def _switchable_upcast(fl, k, node) -> bool:
     the kernel already offers both paths, the choice is the caller's."""
     flags = {p.name for p in k.params if p.constexpr}
     flag_ifs = {i["line"] for i in k.ifs if set(i.get("names", ())) & flags}
-    for a in node.args[:2]:
-        if not isinstance(a, ast.Name):
+    for a in args_of(node)[:2]:
+        name = name_of(a)
+        if name is None:
             continue
-        casts = [c for c in fl.named(".to") if a.id in c.targets and "float32" in ast.unparse(c.node)]
+        casts = [c for c in fl.named(".to") if name in c.targets and "float32" in fl.text(c.node)]
         if casts and all(any(line in flag_ifs for line, _ in c.branch) for c in casts):
             return True
     return False
 
 
-def _lowp_cast(value) -> bool:
-    if isinstance(value, ast.Call) and call_name(value) in (".to", "tl.cast") and (value.args or value.keywords):
-        text = ast.unparse(value.args[-1] if value.args else value.keywords[0].value)
+def _lowp_cast(fl, value) -> bool:
+    if is_call(value, ".to", "tl.cast") and (args_of(value) or keywords(value)):
+        text = fl.text(args_of(value)[-1] if args_of(value) else keywords(value)[0])
         return any(t in text for t in ("float16", "bfloat16", "float8", ".dtype", "element_ty"))
     return False
 
@@ -90,11 +89,10 @@ def _fp32_names(fl, k) -> set[str]:
     while changed:
         changed = False
         for n, defs in fl.defs.items():
-            if n in fp32 or any(_lowp_cast(d.value) for d in defs):
+            if n in fp32 or any(_lowp_cast(fl, d.value) for d in defs):
                 continue
             for d in defs:
-                dots = [c for c in ast.walk(d.value) if isinstance(c, ast.Call) and call_name(c) == "tl.dot"
-                        and not any(k_.arg == "out_dtype" for k_ in c.keywords)]
+                dots = [c for c in calls_in(d.value) if call_name(c) == "tl.dot" and not has_kwarg(c, "out_dtype")]
                 if dots or names_in(d.value) & fp32 and d.op == "=":
                     fp32.add(n)
                     changed = True
@@ -105,11 +103,10 @@ def _fp32_names(fl, k) -> set[str]:
 def _operands_fp32(fl, k, c, node) -> bool:
     if dot_operands_fp32(c, k):
         return True
-    if len(node.args) < 2:
+    if len(args_of(node)) < 2:
         return False
     fp32 = _fp32_names(fl, k)
-    return all(isinstance(a, ast.Name) and a.id in fp32 or operand_dtype(ast.unparse(a), k) == "fp32"
-               for a in node.args[:2])
+    return all(name_of(a) in fp32 or operand_dtype(fl.text(a), k) == "fp32" for a in args_of(node)[:2])
 
 
 def _fp32_dots_in_loop(k):
@@ -122,7 +119,7 @@ def _fp32_dots_in_loop(k):
         node = next((x.node for x in fl.named("tl.dot") if x.line == c.line), None)
         if node is None or not _operands_fp32(fl, k, c, node):
             continue
-        if node is not None and (any(triangular_ones(fl, a) for a in node.args[:2])
+        if node is not None and (any(triangular_ones(fl, a) for a in args_of(node)[:2])
                                  or _switchable_upcast(fl, k, node)):
             continue
         lines.append(c.line)

@@ -44,12 +44,12 @@ from __future__ import annotations
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
-from skel.skeletons.flow import flow_of
+from skel.kernels.flow import args_of, flow_of
 from skel.skeletons.predicates.masks import triangular_ones
 
 def _mask_matmuls(k):
     fl = flow_of(k)
-    return [c.line for c in fl.named("tl.dot") if any(triangular_ones(fl, a) for a in c.node.args[:2])]
+    return [c.line for c in fl.named("tl.dot") if any(triangular_ones(fl, a) for a in args_of(c.node)[:2])]
 
 
 NATIVE_SCAN = calls("tl.cumsum", "tl.associative_scan", name="native-scan",

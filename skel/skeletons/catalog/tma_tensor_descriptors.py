@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.flow import (contains_call, flow_of, gathered_address,
+from skel.kernels.flow import (args_of, contains_call, flow_of, gathered_address,
                                                    runtime_trip_count, tile_load_2d)
 from skel.skeletons.conditions import calls, custom
 
@@ -77,7 +77,7 @@ def _tile_loads_feeding_dot(k):
         loop = dot.loops[-1]
         if not runtime_trip_count(fl, k, loop):
             continue  # a short constexpr loop (K / BK steps) does not amortize descriptor setup
-        operands = [a for a in dot.node.args[:2]]
+        operands = [a for a in args_of(dot.node)[:2]]
         names = set()
         for op in operands:
             names |= fl.closure(op, within=loop)[0]

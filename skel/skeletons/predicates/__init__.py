@@ -7,7 +7,7 @@ lives here, once, instead of one catalog module importing another's internals.
 
 What belongs here:
 
-- a function of kernel facts (``skel.miner.facts.KernelFacts``) or a ``Condition``
+- a function of kernel facts (``skel.kernels.triton.KernelFacts``) or a ``Condition``
   (``skel.skeletons.conditions``) that more than one catalog module uses;
 - the shared constants (name patterns such as ``IDENT``, ``TILE_NAME``,
   ``VARYING_LENGTH``; the 2-D broadcast idioms).
@@ -27,6 +27,6 @@ and the skeletons themselves. Modules are named by topic:
 - ``masks``: constant triangular ones matrices built from index comparisons.
 
 Rules: predicates import only from ``skel.skeletons.conditions``,
-``skel.skeletons.flow`` and each other — never from ``skel.skeletons.catalog``;
+``skel.kernels.flow`` and each other — never from ``skel.skeletons.catalog``;
 catalog modules import only from here, ``conditions``, ``base`` and ``flow``.
 """
