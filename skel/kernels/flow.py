@@ -234,6 +234,7 @@ class Flow:
         self.defs: dict[str, list[Def]] = {}
         self.calls: list[CallInfo] = []
         self.loops: list[LoopInfo] = []
+        self.vector_cache: set[str] | None = None  # see vector_names
         self.ok = syntax is not None
         if syntax is None:
             return
@@ -493,7 +494,7 @@ def tile_load_2d(fl: Flow, c: CallInfo) -> bool:
 
 def vector_names(fl: Flow) -> set[str]:
     """Names holding tensors derived from `tl.arange` (offsets, masks, index vectors)."""
-    cached = getattr(fl, "_vector", None)
+    cached = fl.vector_cache
     if cached is not None:
         return cached
     vec: set[str] = set()
@@ -506,7 +507,7 @@ def vector_names(fl: Flow) -> set[str]:
             if any(has_call([d.value], "tl.arange") or names_in(d.value) & vec for d in defs):
                 vec.add(n)
                 changed = True
-    fl._vector = vec
+    fl.vector_cache = vec
     return vec
 
 
@@ -585,8 +586,7 @@ def stepped_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> list[int]:
                 continue
             v = d.value
             if d.op in ("+=", "-=") or (
-                    d.op == "=" and binary(v, "+", "-")
-                    and isinstance(v.left, cst.Name) and v.left.value == n) or (
+                    d.op == "=" and binary(v, "+", "-") and name_of(operands(v)[0]) == n) or (
                     isinstance(v, cst.Call) and call_name(v) == "tl.advance"):
                 lines.append(d.line)
     return lines
@@ -602,7 +602,7 @@ def affine_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> bool:
         return False
     for e in exprs:
         for n in walk(e):
-            if binary(n, "//", "%") and depends_on_loop(fl, n.left, loop):
+            if binary(n, "//", "%") and depends_on_loop(fl, operands(n)[0], loop):
                 return False
             if isinstance(n, cst.Call) and call_name(n) in _CLAMPS \
                     and any(depends_on_loop(fl, a, loop) for a in args_of(n)):
@@ -619,8 +619,9 @@ def conjuncts(fl: Flow, expr: Node, depth: int = 8) -> list[Node]:
     if depth <= 0:
         return [expr]
     if binary(expr, "&"):
-        return conjuncts(fl, expr.left, depth - 1) + conjuncts(fl, expr.right, depth - 1)
-    if subscript_pair(expr) is not None and broadcast_axes([expr]):
+        left, right = operands(expr)
+        return conjuncts(fl, left, depth - 1) + conjuncts(fl, right, depth - 1)
+    if isinstance(expr, cst.Subscript) and subscript_pair(expr) is not None and broadcast_axes([expr]):
         return conjuncts(fl, expr.value, depth - 1)
     if isinstance(expr, cst.Call) and call_name(expr) == ".to" and isinstance(expr.func, cst.Attribute):
         return conjuncts(fl, expr.func.value, depth - 1)

@@ -36,7 +36,7 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     if names is None:
         names = _FIELDS[t] = tuple(
             f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
-    out = []
+    out: list[cst.CSTNode] = []
     for n in names:
         v = getattr(node, n)
         vt = type(v)

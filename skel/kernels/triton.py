@@ -35,16 +35,6 @@ _MAX_TEXT = 160
 # ---------------------------------------------------------------------------------------
 
 
-def dotted(node: cst.BaseExpression) -> str:
-    """``a.b.c`` for Name/Attribute chains, "" otherwise."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else ""
-    return ""
-
-
 class Aliases:
     """Maps local import names to canonical ``triton`` / ``tl`` spellings."""
 
@@ -212,7 +202,9 @@ class _KernelVisitor(Walker):
         return d
 
     def visit_For(self, node: cst.For) -> bool:
-        kind, args, kwargs = "iter", [], {}
+        kind = "iter"
+        args: list[str] = []
+        kwargs: dict[str, str] = {}
         if isinstance(node.iter, cst.Call):
             kind = self.al.canonical(dotted(node.iter.func)) or "iter"
             args, kwargs = _kwargs(node.iter, self.code)
@@ -448,11 +440,11 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
                 for s in stmt.body:
                     if isinstance(s, (cst.Import, cst.ImportFrom)):
                         aliases.add_import(s)
-                    elif (isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None
-                          and isinstance(getattr(s, "target", None) or s.targets[0].target, cst.Name)):
+                    elif isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None:
                         target = s.target if isinstance(s, cst.AnnAssign) else s.targets[0].target
-                        constants[target.value] = host_code(s.value, 200)
-                        constant_nodes[target.value] = s.value
+                        if isinstance(target, cst.Name):
+                            constants[target.value] = host_code(s.value, 200)
+                            constant_nodes[target.value] = s.value
             elif isinstance(stmt, cst.FunctionDef):
                 if is_kernel(stmt, aliases):
                     kernels.append(stmt)
@@ -512,7 +504,8 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
 
 #: vendor backends other than CUDA/ROCm, recognised from a path segment or an import
 _VENDOR_DIR = re.compile(r"(?:^|/)(?:backends?|_backends?|vendors?)/_?([a-z0-9_]+)(?:/|$)")
-_VENDOR_IMPORT = re.compile(r"^\s*(?:import|from)\s+(torch_npu|torch_mlu|torch_musa|intel_extension_for_pytorch)\b", re.M)
+_VENDOR_IMPORT = re.compile(
+    r"^\s*(?:import|from)\s+(torch_npu|torch_mlu|torch_musa|intel_extension_for_pytorch)\b", re.M)
 _VENDORS = (("ascend", "npu"), ("npu", "npu"), ("cambricon", "mlu"), ("mlu", "mlu"), ("musa", "musa"),
             ("mthreads", "musa"), ("xpu", "xpu"), ("intel", "xpu"))
 _CUDA_LIKE = ("nvidia", "cuda", "amd", "rocm", "hip")
@@ -530,8 +523,8 @@ def backend_hint(path: str, source: str) -> str:
         for needle, backend in _VENDORS:
             if needle in name:
                 return backend
-    m = _VENDOR_IMPORT.search(source)
-    return _IMPORT_BACKEND[m.group(1)] if m else ""
+    imported = _VENDOR_IMPORT.search(source)
+    return _IMPORT_BACKEND[imported.group(1)] if imported else ""
 
 
 def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:

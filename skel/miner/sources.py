@@ -28,7 +28,7 @@ import subprocess
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Iterator
+from typing import Generator, Iterator
 
 from skel.miner import walk
 from skel.miner.walk import Skipped, SourceFile
@@ -239,19 +239,21 @@ class GitSource(Source):
         finally:
             blobs.close()  # stops git at once when the caller stops early
 
-    def _cat_file(self, objects: list[str]) -> Iterator[bytes | None]:
+    def _cat_file(self, objects: list[str]) -> Generator[bytes | None, None, None]:
         """Contents of ``objects`` in order (None for one the repository lacks), streamed
         through one ``git cat-file --batch``."""
         if not objects:
             return
         proc = subprocess.Popen(["git", "-C", str(self.cwd), "cat-file", "--batch"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        stdin, stdout = proc.stdin, proc.stdout
+        assert stdin is not None and stdout is not None  # both are pipes
 
         def feed() -> None:  # a thread, so a full stdout pipe never blocks our writes
             try:
                 for obj in objects:
-                    proc.stdin.write(obj.encode() + b"\n")
-                proc.stdin.close()
+                    stdin.write(obj.encode() + b"\n")
+                stdin.close()
             except OSError:  # git exited (the reader reports it)
                 pass
 
@@ -259,17 +261,17 @@ class GitSource(Source):
         writer.start()
         try:
             for obj in objects:
-                header = proc.stdout.readline().split()
+                header = stdout.readline().split()
                 if len(header) == 2 and header[1] == b"missing":
                     yield None
                     continue
                 if len(header) != 3:
                     raise OSError(f"git cat-file --batch stopped at {obj} in {self.cwd}")
-                data = proc.stdout.read(int(header[2]))
-                proc.stdout.read(1)  # the newline after each object
+                data = stdout.read(int(header[2]))
+                stdout.read(1)  # the newline after each object
                 yield data
         finally:
-            proc.stdout.close()
+            stdout.close()
             if proc.poll() is None:
                 proc.kill()
             proc.wait()

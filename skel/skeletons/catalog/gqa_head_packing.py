@@ -105,7 +105,7 @@ def _vector_scores_in_loop(k) -> list[int]:
             continue
         scores = set(c.targets)
 
-        def reads_scores(x) -> bool:
+        def reads_scores(x, loop=loop, scores=scores) -> bool:  # bound now: called within this iteration
             return any(bool(fl.closure(a, within=loop)[0] & scores) for a in args_of(x.node))
 
         body = [x for x in fl.calls if loop.holds(x.line) and x.line >= c.line]
