@@ -1,7 +1,9 @@
-"""skel — a knowledge base of GPU-kernel optimisation skeletons.
+"""skel's command line: a thin adapter over ``skel.api``.
 
-Everything heavy (libcst, chromadb, numpy, sentence-transformers) is imported inside the
-command that needs it, so `skel --help` stays instant (a test proves it).
+Each command parses its options, calls one service function, renders the typed result and
+picks the exit code; the root group turns failures into one line on stderr. Everything
+heavy (libcst, chromadb, numpy, sentence-transformers) is imported inside the functions
+that need it, so `skel --help` stays instant (a test proves it).
 """
 
 from __future__ import annotations
@@ -10,20 +12,51 @@ import sys
 
 import click
 
-EXIT_OK, EXIT_NONE, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+from skel import api
+from skel.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO_SUGGESTION, EXIT_OK, SkelError
 
 STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chroma server "
               "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store.")
 
 
-def _fail(msg: str, code: int = EXIT_ERROR) -> None:
-    click.echo(f"skel: error: {msg}", err=True)
-    sys.exit(code)
+class _Skel(click.Group):
+    """The root group: every failure leaves as exactly one line on stderr and exit 2.
+
+    A ``SkelError`` is expected and says what to fix (``skel: error: ...``). Any other
+    exception is a bug in skel; it is named in one line too, because exit 1 means "no
+    skeleton applies" and a traceback exit would read as that to a script. ``--debug``
+    prints the traceback for either.
+    """
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # click's own usage errors, exits and aborts keep click's handling
+        except SkelError as exc:
+            if ctx.params.get("debug"):
+                _print_traceback()
+            click.echo(f"skel: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence, by design
+            if ctx.params.get("debug"):
+                _print_traceback()
+            else:
+                what = ": ".join(filter(None, [type(exc).__name__, " ".join(str(exc).split())]))
+                click.echo(f"skel: internal error: {what} (run with --debug for the traceback)", err=True)
+            ctx.exit(EXIT_ERROR)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+
+
+@click.group(cls=_Skel, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="skel", prog_name="skel")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="On an error, print the Python traceback.")
+def cli(debug: bool) -> None:
     """Mine GPU-kernel optimisation techniques from real code, and suggest the ones that fit
     your Triton kernel — ranked, explained and backed by real locations.
 
@@ -61,28 +94,6 @@ def mine(path, package, source, version, rev, jobs, store, as_json, no_progress)
     version) and which tests exercise it. Unchanged files are skipped on re-mines; bad
     files are reported and skipped; an interrupted mine resumes where it stopped.
     """
-    from skel.miner.mine import mine as run_mine
-    from skel.miner.sources import DirectorySource, GitSource, PackageSource
-    from skel.store.knowledge import StoreError, KnowledgeBase, cache_dir
-
-    if bool(path) == bool(package):
-        _fail("give exactly one of PATH or --package NAME")
-    if rev and package:
-        _fail("--rev needs PATH, a git repository (not --package)")
-    try:
-        if package:
-            src = PackageSource(package, name=source, version=version)
-        elif rev:
-            src = GitSource(path, rev, name=source, version=version)
-        else:
-            src = DirectorySource(path, name=source, version=version)
-    except FileNotFoundError as exc:
-        _fail(str(exc))
-    try:
-        kb = KnowledgeBase.open(store)
-    except StoreError as exc:
-        _fail(str(exc))
-
     show = not (no_progress or as_json) and sys.stderr.isatty()
     bars: dict[str, object] = {}
 
@@ -99,13 +110,12 @@ def mine(path, package, source, version, rev, jobs, store, as_json, no_progress)
         bar.update(done - bar.pos)
 
     try:
-        report = run_mine(src, kb, jobs=jobs, cache_root=cache_dir(store), progress=progress)
+        report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
+                          store=store, progress=progress)
     except KeyboardInterrupt:
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except (StoreError, FileNotFoundError) as exc:
-        _fail(str(exc))
     finally:
         for bar in bars.values():
             bar.__exit__(None, None, None)
@@ -152,38 +162,10 @@ def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt,
     evidence (real mined locations) and its before → after template. With no mined
     knowledge base the built-in catalog still answers, without locations.
     """
-    import re
-    from pathlib import Path
-
     from skel.retriever import render
-    from skel.retriever.suggest import SuggestError
-    from skel.retriever.suggest import suggest as run_suggest
-    from skel.skeletons.base import Target
-    from skel.store.knowledge import StoreError, KnowledgeBase, default_location
 
-    cc = None
-    if arch:
-        m = re.fullmatch(r"(?:sm_?)?(\d{2,3})a?", arch.strip().lower())
-        if not m:
-            _fail(f"--arch {arch!r}: expected e.g. sm80, sm90, sm100")
-        cc = int(m.group(1))
-    if triton_version is None:
-        triton_version = _installed_triton()
-    target = Target(backend=backend, cc=cc, triton=triton_version)
-
-    kb = None
-    location = store or default_location()
-    if store or Path(location).exists():
-        try:
-            kb = KnowledgeBase.open(location, create=False)
-        except StoreError as exc:
-            _fail(str(exc))
-    try:
-        results = run_suggest(kernel_file, kb, kernel=kernel, k=top, bound=bound, target=target)
-    except SuggestError as exc:
-        _fail(str(exc))
-    except StoreError as exc:
-        _fail(str(exc))
+    target = api.parse_target(backend, arch, triton_version)
+    results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))
@@ -191,16 +173,7 @@ def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt,
         click.echo(render.markdown(results), nl=False)
     else:
         click.echo(render.text(results, show_template=not no_template), nl=False)
-    sys.exit(EXIT_OK if any(r.suggestions for r in results) else EXIT_NONE)
-
-
-def _installed_triton() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("triton")
-    except PackageNotFoundError:
-        return None
+    sys.exit(EXIT_OK if any(r.suggestions for r in results) else EXIT_NO_SUGGESTION)
 
 
 # --- skeletons ---------------------------------------------------------------------------
@@ -215,17 +188,15 @@ def skeletons() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def skeletons_list(category, as_json):
     """List every skeleton: id — summary."""
-    from skel.skeletons.registry import all_skeletons
-
-    items = [s for s in all_skeletons() if not category or category.lower() in s.category.value]
+    items = api.list_skeletons(category)
     if as_json:
-        click.echo(__import__("json").dumps(
-            [{"id": s.id, "title": s.title, "summary": s.summary, "category": s.category.value,
-              "status": s.status.value} for s in items], indent=2))
+        from dataclasses import asdict
+
+        click.echo(__import__("json").dumps([asdict(s) for s in items], indent=2))
         return
     from skel.tables import table
 
-    click.echo(table(["id", "category", "summary"], [[s.id, s.category.value, s.summary] for s in items],
+    click.echo(table(["id", "category", "summary"], [[s.id, s.category, s.summary] for s in items],
                      max_width=120))
 
 
@@ -237,28 +208,10 @@ def skeletons_list(category, as_json):
 def skeletons_show(skeleton_id, fmt, as_json, store):
     """Show one skeleton: documentation, conditions, template, and its evidence in the
     knowledge base (mined kernels using it, verification results) when there is one."""
-    from pathlib import Path
-
     from skel.skeletons.docs import render_skeleton
-    from skel.skeletons.registry import get
-    from skel.store.knowledge import StoreError, KnowledgeBase, default_location
 
-    try:
-        s = get(skeleton_id)
-    except KeyError as exc:
-        _fail(exc.args[0])
-    evidence = None
-    location = store or default_location()
-    if store or Path(location).exists():
-        try:
-            kb = KnowledgeBase.open(location, create=False)
-            stats = kb.stats().get(s.id, {"kernels": 0, "sources": []})
-            evidence = {"kernels": stats["kernels"], "sources": stats["sources"],
-                        "examples": [r.location for r in kb.using(s.id, limit=5)],
-                        "verified": kb.evidence(s.id)}
-        except StoreError as exc:
-            _fail(str(exc))
-    click.echo(render_skeleton(s, "json" if as_json else fmt, evidence), nl=False)
+    s, evidence = api.show(skeleton_id, store=store)
+    click.echo(render_skeleton(s, "json" if as_json else fmt, evidence.to_dict() if evidence else None), nl=False)
 
 
 # --- store -------------------------------------------------------------------------------
@@ -273,21 +226,15 @@ def store() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def store_info(location, as_json):
     """Where the knowledge base is, what it holds, and the state of each mined source."""
-    from skel.store.knowledge import StoreError, KnowledgeBase
-
-    try:
-        kb = KnowledgeBase.open(location, create=False)
-        info = kb.info()
-    except StoreError as exc:
-        _fail(str(exc))
+    info = api.store_info(location)
     if as_json:
-        click.echo(__import__("json").dumps(info, indent=2))
+        click.echo(__import__("json").dumps(info.to_dict(), indent=2))
         return
     from skel.tables import table
 
-    click.echo(f"store {info['location']} (schema v{info['schema']}): {info['kernels']} kernels")
-    rows = [[s["name"], s["version"][:16], s["state"], s["counts"].get("kernels", ""), s["counts"].get("files", "")]
-            for s in info["sources"]]
+    click.echo(f"store {info.location} (schema v{info.schema}): {info.kernels} kernels")
+    rows = [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", "")]
+            for s in info.sources]
     if rows:
         click.echo(table(["source", "version", "state", "kernels", "files"], rows))
 

@@ -23,12 +23,17 @@ import re
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from skel.errors import SkelError, UsageError
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
 
 
-class EmbeddingUnavailable(RuntimeError):
-    """The embedding model (or a library a backend needs) is not installed."""
+class EmbeddingUnavailable(SkelError):
+    """The embedding model (or a library a backend needs) is not installed: a user-facing
+    install problem, reported as one line, not a traceback."""
+
+    kind = "environment"
 
 
 @runtime_checkable
@@ -333,7 +338,7 @@ def default_embedder(bulk: bool = False) -> Embedder:
     if choice == "hash":
         return HashEmbedder()
     if choice:
-        raise ValueError(f"SKEL_EMBEDDER={choice!r}: expected numpy, st or hash")
+        raise UsageError(f"SKEL_EMBEDDER={choice!r}: expected numpy, st or hash")
     if bulk:
         import importlib.util
 

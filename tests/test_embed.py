@@ -14,6 +14,7 @@ from skel.embed import (
     SentenceTransformerEmbedder,
     default_embedder,
 )
+from skel.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -142,7 +143,7 @@ def test_default_embedder(monkeypatch):
         e = default_embedder(bulk=True)
         assert isinstance(e, cls) and isinstance(e, Embedder)
     monkeypatch.setenv("SKEL_EMBEDDER", "bogus")
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):  # a setting to fix: one line, exit 2
         default_embedder()
     for cls in (NumpyMiniLM, SentenceTransformerEmbedder):
         assert (cls.name, cls.dim) == ("all-MiniLM-L6-v2", 384)

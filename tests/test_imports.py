@@ -26,3 +26,10 @@ def test_skeletons_list_needs_no_model_or_store():
     code = ("from skel.cli import cli\ntry:\n    cli(['skeletons', 'list'])\nexcept SystemExit:\n    pass")
     loaded = _modules_after(code)
     assert not [m for m in ("torch", "chromadb", "sentence_transformers", "numpy") if m in loaded]
+
+
+def test_service_layer_imports_only_light_things():
+    """skel.cli imports skel.api for every command, `--help` included."""
+    loaded = _modules_after("import skel.api")
+    assert not [m for m in HEAVY if m in loaded]
+    assert not [m for m in loaded if m.startswith(("skel.store", "skel.miner", "skel.retriever", "skel.skeletons"))]

@@ -69,7 +69,7 @@ def test_mine_finds_kernels_with_provenance_tests_and_techniques(repo, kb, hash_
     assert rec.tests == ["tests/test_solve.py"]
     (other,) = kb.kernels(where={"function": "scale_kernel"})
     assert "dot-input-precision-tf32x3" not in other.techniques and other.tests == []
-    assert kb.stats()["dot-input-precision-tf32x3"]["kernels"] == 1
+    assert kb.stats().of("dot-input-precision-tf32x3").kernels == 1
 
 
 def test_bad_files_are_reported_and_skipped(repo, kb, hash_embedder):

@@ -78,8 +78,8 @@ def test_techniques_at_specific_kernels(mined, source, file, function, line, tec
 def test_statistics_span_both_packages(mined):
     kb, _ = mined
     stats = kb.stats()
-    assert set(stats["online-softmax"]["sources"]) == {"fla-core", "liger_kernel"}
-    assert stats["autotune-configs"]["kernels"] >= 150
+    assert set(stats.of("online-softmax").sources) == {"fla-core", "liger_kernel"}
+    assert stats.of("autotune-configs").kernels >= 150
 
 
 def test_suggest_is_backed_by_real_locations(mined):

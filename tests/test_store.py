@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from skel.store.knowledge import KnowledgeBase, StoreError
+from skel.store.knowledge import EvidenceRecord, KnowledgeBase, StoreError
 
 
 def test_schema_version_is_recorded_and_checked(tmp_path):
@@ -44,10 +44,40 @@ def test_corrupt_store(tmp_path):
 
 
 def test_evidence_round_trip(kb):
-    kb.add_evidence("e1", "online-softmax", {"speedup": 1.9, "spread": 0.05, "passed": True,
-                                             "device": "H200", "ignored": [1, 2]})
+    rec = EvidenceRecord("online-softmax", passed=True, speedup=1.9, spread=0.05, device="H200")
+    kb.add_evidence("e1", rec)
     (ev,) = kb.evidence("online-softmax")
-    assert ev["speedup"] == 1.9 and ev["passed"] is True and "ignored" not in ev
+    assert ev == rec and ev.kernel is None
+
+
+def test_evidence_reads_records_with_unknown_or_missing_keys(kb):
+    """What is on disk is flat metadata: a writer's extra keys are ignored, missing ones
+    read as unknown (a record with no `passed` did not pass)."""
+    kb._col("evidence").upsert(ids=["old"], embeddings=[[1.0]],
+                               metadatas=[{"skeleton": "online-softmax", "speedup": 2, "note": "x"}])
+    (ev,) = kb.evidence("online-softmax")
+    assert ev == EvidenceRecord("online-softmax", passed=False, speedup=2.0)
+
+
+def test_stats_are_typed_and_keep_their_on_disk_shape(tmp_path, kb, hash_embedder):
+    import json
+
+    from skel.miner.mine import mine
+
+    from test_cli import FP32_DOT
+
+    repo = tmp_path / "repo"
+    write(repo / "k.py", FP32_DOT.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")'))
+    write(repo / "t.py", FP32_DOT.replace("solve_kernel", "plain_kernel"))
+    mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    stats = kb.stats()
+    assert stats.total_kernels == 2
+    tf32 = stats.of("dot-input-precision-tf32x3")
+    assert (tf32.kernels, tf32.sources, tf32.applicable) == (1, ["demo"], 1)
+    assert stats.of("no-such-skeleton").applicable is None and stats.of("no-such-skeleton").kernels == 0
+    raw = json.loads(kb._col("meta").get(ids=["stats"], include=["metadatas"])["metadatas"][0]["stats"])
+    assert raw["_total"] == {"kernels": 2}
+    assert raw["dot-input-precision-tf32x3"] == {"kernels": 1, "sources": ["demo"], "applicable": 1}
 
 
 def _free_port() -> int:
@@ -120,9 +150,9 @@ def test_unreachable_server_is_a_clear_error():
 
 
 def test_evidence_by_skeleton_groups_every_record(kb):
-    kb.add_evidence("e1", "online-softmax", {"speedup": 1.9, "passed": True})
-    kb.add_evidence("e2", "online-softmax", {"speedup": 1.1, "passed": True})
-    kb.add_evidence("e3", "split-k-reduction", {"speedup": 0.9, "passed": False})
+    kb.add_evidence("e1", EvidenceRecord("online-softmax", passed=True, speedup=1.9))
+    kb.add_evidence("e2", EvidenceRecord("online-softmax", passed=True, speedup=1.1))
+    kb.add_evidence("e3", EvidenceRecord("split-k-reduction", passed=False, speedup=0.9))
     grouped = kb.evidence_by_skeleton()
     assert sorted(len(v) for v in grouped.values()) == [1, 2]
-    assert grouped["split-k-reduction"][0]["passed"] is False
+    assert grouped["split-k-reduction"][0].passed is False

@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     doc_vecs = dict(zip([s.id for s in skeletons],
                         query_embedder.embed([f"{s.title}. {s.summary} {s.section('What it does')}" for s in skeletons])))
     stats = kb.stats()
-    frequent = sorted(ids, key=lambda i: (-stats.get(i, {}).get("kernels", 0), i))
+    frequent = sorted(ids, key=lambda i: (-stats.of(i).kernels, i))
 
     runs: dict[str, list[tuple[list[str], list[str]]]] = {"skel": [], "bm25": [], "embed": [], "frequent": []}
     per_case = []

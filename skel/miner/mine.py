@@ -24,7 +24,6 @@ from typing import Callable
 
 from skel.miner import walk
 from skel.miner.sources import Source
-from skel.miner.sources import git_version, resolve_package  # noqa: F401 - moved there; kept for old imports
 from skel.miner.walk import SourceFile, Skipped
 
 Progress = Callable[[int, int, str], None]

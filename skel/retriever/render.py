@@ -27,9 +27,13 @@ def _verified_line(s: Suggestion) -> str | None:
         return None
     parts = []
     for v in s.verified[:2]:
-        parts.append(f"{v.get('speedup', '?')}x ±{v.get('spread', '?')} on {v.get('device', '?')} "
-                     f"({'parity ok' if v.get('passed') else 'FAILED'})")
+        parts.append(f"{_known(v.speedup)}x ±{_known(v.spread)} on {_known(v.device)} "
+                     f"({'parity ok' if v.passed else 'FAILED'})")
     return "; ".join(parts)
+
+
+def _known(value: object) -> object:
+    return "?" if value is None else value
 
 
 def text(results: list[KernelResult], show_template: bool = True) -> str:

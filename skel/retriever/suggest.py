@@ -30,7 +30,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from skel.errors import SuggestError
 from skel.skeletons.base import BOUNDS, Target
+from skel.store.knowledge import EvidenceRecord, Stats
 
 # `prevalence` is the same number for every kernel (how common a technique is overall, the
 # "frequent" baseline): it mostly lifts broad techniques (block pointers, autotune,
@@ -40,10 +42,6 @@ from skel.skeletons.base import BOUNDS, Target
 WEIGHTS = {"support": 0.3, "facts": 0.2, "prevalence": 0.05, "specificity": 0.1, "rarity": 0.15,
            "bound": 0.15, "verified": 0.05}
 NEIGHBOURS = 40
-
-
-class SuggestError(ValueError):
-    """The input cannot be analysed (missing, unparsable, no Triton kernel)."""
 
 
 @dataclass
@@ -74,7 +72,7 @@ class Suggestion:
     evidence: list[Location]
     occurrences: int
     sources: list[str]
-    verified: list[dict]
+    verified: list[EvidenceRecord]
     before: str
     after: str
 
@@ -92,7 +90,10 @@ class KernelResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for s, sd in zip(self.suggestions, d["suggestions"]):
+            sd["verified"] = [v.to_dict() for v in s.verified]  # known fields only
+        return d
 
 
 def load_kernels(path: str | Path, kernel: str | None = None):
@@ -163,7 +164,7 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
         return result
 
     neighbours = []
-    stats: dict[str, dict] = {}
+    stats = Stats()
     if total:
         if embedder is None:
             from skel.embed import default_embedder
@@ -176,8 +177,8 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
     else:
         result.notes.append("the knowledge base holds no mined kernels yet: ranking uses the catalog "
                             "only and shows no locations (run `skel mine`)")
-    mined_total = stats.get("_total", {}).get("kernels", 0)
-    max_count = max((v["kernels"] for t, v in stats.items() if t != "_total"), default=0)
+    mined_total = stats.total_kernels
+    max_count = max((v.kernels for v in stats.by_skeleton.values()), default=0)
     query_tokens = set(kf.tokens())
     sims = [(n, max(0.0, 1.0 - (n.distance or 0.0))) for n in neighbours]
     sim_total = sum(s for _, s in sims) or 1.0
@@ -191,17 +192,18 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
         users = [(n, s) for n, s in sims if sid in n.techniques]
         support = sum(s for _, s in users) / sim_total
         facts = max((_jaccard(query_tokens, set(n.tokens)) for n, _ in users), default=0.0)
-        count = stats.get(sid, {}).get("kernels", 0)
+        technique = stats.of(sid)
+        count = technique.kernels
         prevalence = math.log1p(count) / math.log1p(max_count) if max_count else 0.0
         specificity = min(1.0, sum(1 for h in a.matched if h.lines) / 3.0)
-        fits = stats.get(sid, {}).get("applicable")
+        fits = technique.applicable
         rarity = 1.0 - fits / mined_total if mined_total and fits is not None else 0.5
         if bound is None:
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
             bound_score = 1.0 if bound in a.skeleton.helps else 0.0
         verified = verified_by_id.get(sid, [])
-        good = [v for v in verified if v.get("passed") and float(v.get("speedup", 0)) > 1.0]
+        good = [v for v in verified if v.passed and (v.speedup or 0.0) > 1.0]
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score, "verified": 1.0 if good else 0.0}
         score = sum(WEIGHTS[c] * v for c, v in components.items())
@@ -212,7 +214,7 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
             category=a.skeleton.category.value, status=a.skeleton.status.value, score=round(score, 4),
             components={c: round(v, 3) for c, v in components.items()},
             why=[str(h) for h in a.matched], caveats=a.env_notes, evidence=[],
-            occurrences=count, sources=stats.get(sid, {}).get("sources", []), verified=verified,
+            occurrences=count, sources=technique.sources, verified=verified,
             before=a.skeleton.before.strip("\n"), after=a.skeleton.after.strip("\n"),
         ))
     out.sort(key=lambda s: (-s.score, s.id))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from skel.errors import SkeletonError
 from skel.skeletons.conditions import ALWAYS, Condition, Hit
 
 if TYPE_CHECKING:
@@ -216,10 +217,6 @@ def doc_sections(doc: str) -> dict[str, str]:
     if current:
         out[current] = "\n".join(buf).strip()
     return out
-
-
-class SkeletonError(ValueError):
-    """A catalog module is incomplete or inconsistent."""
 
 
 def validate(s: Skeleton) -> None:

@@ -10,7 +10,8 @@ import pkgutil
 from functools import lru_cache
 from pathlib import Path
 
-from skel.skeletons.base import Skeleton, SkeletonError, validate
+from skel.errors import NotFoundError, SkeletonError
+from skel.skeletons.base import Skeleton, validate
 
 CATALOG_PACKAGE = "skel.skeletons.catalog"
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
@@ -45,7 +46,7 @@ def get(skeleton_id: str) -> Skeleton:
         if s.id == skeleton_id:
             return s
     known = ", ".join(s.id for s in all_skeletons())
-    raise KeyError(f"no skeleton {skeleton_id!r}; known: {known}")
+    raise NotFoundError(f"no skeleton {skeleton_id!r}; known: {known}")
 
 
 @lru_cache(maxsize=1)

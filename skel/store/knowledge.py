@@ -23,17 +23,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from skel.errors import StoreError
 
 SCHEMA_VERSION = 1
 _PLACEHOLDER = [1.0]
 _PREFIX = "skel_"
-
-
-class StoreError(RuntimeError):
-    """The store is missing, unreadable, of another schema, or unreachable."""
 
 
 def default_location() -> str:
@@ -43,8 +41,9 @@ def default_location() -> str:
     return str(Path(base) / "skel" / "store")
 
 
-def cache_dir(location: str | None = None) -> Path:
-    """Local cache (parsed facts by content hash). Never shared, always safe to delete."""
+def cache_dir() -> Path:
+    """Local cache (parsed facts by content hash). Never shared, always safe to delete, and
+    the same for every store: facts depend on file content only."""
     if os.environ.get("SKEL_HOME"):
         return Path(os.environ["SKEL_HOME"]) / "cache"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -109,6 +108,82 @@ class SourceRecord:
     started: float
     finished: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class EvidenceRecord:
+    """One verification run of a skeleton applied to a kernel (written by the verifier).
+
+    Stored flat as chroma metadata under these field names; a field left ``None`` is
+    unknown and is neither stored (chroma metadata holds no nulls) nor shown, and keys this
+    class does not know are ignored on reading, so records written by an older or newer
+    writer still load.
+    """
+
+    skeleton: str
+    passed: bool = False  # the rewritten kernel gave the same results
+    speedup: float | None = None  # before time / after time
+    spread: float | None = None  # +- of the speedup over repeated runs
+    device: str | None = None
+    kernel: str | None = None
+    triton: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The known fields: both the stored metadata and the JSON shape front ends show."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_metadata(cls, md: dict[str, Any]) -> "EvidenceRecord":
+        def num(key: str) -> float | None:
+            return float(md[key]) if md.get(key) is not None else None
+
+        def text(key: str) -> str | None:
+            return str(md[key]) if md.get(key) is not None else None
+
+        return cls(skeleton=md["skeleton"], passed=bool(md.get("passed", False)), speedup=num("speedup"),
+                   spread=num("spread"), device=text("device"), kernel=text("kernel"), triton=text("triton"))
+
+
+@dataclass
+class TechniqueStats:
+    """How the mined kernels relate to one technique. ``applicable`` is None when the
+    stored statistics predate it (the ranking then treats rarity as unknown)."""
+
+    kernels: int = 0  # mined kernels that use it
+    sources: list[str] = field(default_factory=list)  # repositories those kernels come from
+    applicable: int | None = None  # mined kernels it would be suggested for
+
+
+@dataclass
+class Stats:
+    """Technique statistics over the whole store, recomputed after every mine."""
+
+    total_kernels: int = 0
+    by_skeleton: dict[str, TechniqueStats] = field(default_factory=dict)
+
+    def of(self, skeleton_id: str) -> TechniqueStats:
+        """The technique's entry, or a fresh empty one when no mined kernel relates to it."""
+        return self.by_skeleton.get(skeleton_id) or TechniqueStats()
+
+    # On disk (meta collection, one JSON string): {"_total": {"kernels": n}, "<id>": {...}}.
+    # The "_total" key lives only in this format, never in the objects callers see.
+    def to_json(self) -> dict[str, dict]:
+        out: dict[str, dict] = {"_total": {"kernels": self.total_kernels}}
+        for sid, t in self.by_skeleton.items():
+            entry: dict[str, Any] = {"kernels": t.kernels, "sources": t.sources}
+            if t.applicable is not None:
+                entry["applicable"] = t.applicable
+            out[sid] = entry
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, dict]) -> "Stats":
+        return cls(
+            total_kernels=data.get("_total", {}).get("kernels", 0),
+            by_skeleton={sid: TechniqueStats(kernels=e.get("kernels", 0), sources=list(e.get("sources", [])),
+                                             applicable=e.get("applicable"))
+                         for sid, e in data.items() if sid != "_total"},
+        )
 
 
 class KnowledgeBase:
@@ -209,9 +284,6 @@ class KnowledgeBase:
             documents=[r.text for r in records], metadatas=[r.metadata() for r in records],
         )
 
-    def add(self, record: KernelRecord) -> None:
-        self.add_many([record])
-
     def similar(self, embedding: list[float], n: int = 30, where: dict | None = None) -> list[KernelRecord]:
         col = self._col("kernels")
         total = col.count()
@@ -269,54 +341,47 @@ class KnowledgeBase:
                 for m in res["metadatas"]]
 
     # --- statistics ---------------------------------------------------------------------
-    def put_stats(self, stats: dict[str, dict]) -> None:
+    def put_stats(self, stats: Stats) -> None:
         self._col("meta").upsert(ids=["stats"], embeddings=[_PLACEHOLDER],
-                                 metadatas=[{"stats": json.dumps(stats), "updated": time.time()}])
+                                 metadatas=[{"stats": json.dumps(stats.to_json()), "updated": time.time()}])
 
-    def stats(self) -> dict[str, dict]:
-        """technique id -> {"kernels": n, "sources": [names]}."""
+    def stats(self) -> Stats:
+        """The statistics stored by the last mine (empty before the first)."""
         got = self._col("meta").get(ids=["stats"], include=["metadatas"])
-        return json.loads(got["metadatas"][0]["stats"]) if got["ids"] else {}
+        return Stats.from_json(json.loads(got["metadatas"][0]["stats"])) if got["ids"] else Stats()
 
-    def recompute_stats(self) -> dict[str, dict]:
-        """technique id -> {"kernels": uses it, "sources": [...], "applicable": would be
-        suggested}, plus "_total": {"kernels": n} for the whole store."""
-        stats: dict[str, dict] = {"_total": {"kernels": 0}}
+    def recompute_stats(self) -> Stats:
+        """Count, over every mined kernel, which techniques it uses (and from which
+        sources) and which skeletons would be suggested for it; store and return that."""
+        stats = Stats()
         res = self._col("kernels").get(include=["metadatas"])
         for md in res["metadatas"]:
-            stats["_total"]["kernels"] += 1
+            stats.total_kernels += 1
             for t in filter(None, md.get("techniques", "").split(",")):
-                entry = stats.setdefault(t, {"kernels": 0, "sources": [], "applicable": 0})
-                entry["kernels"] += 1
-                if md["source"] not in entry["sources"]:
-                    entry["sources"].append(md["source"])
+                entry = stats.by_skeleton.setdefault(t, TechniqueStats(applicable=0))
+                entry.kernels += 1
+                if md["source"] not in entry.sources:
+                    entry.sources.append(md["source"])
             for t in filter(None, md.get("applicable", "").split(",")):
-                stats.setdefault(t, {"kernels": 0, "sources": [], "applicable": 0})["applicable"] += 1
+                entry = stats.by_skeleton.setdefault(t, TechniqueStats(applicable=0))
+                entry.applicable = (entry.applicable or 0) + 1
         self.put_stats(stats)
         return stats
 
     # --- evidence (verification results; written by the verifier) ----------------------
-    def add_evidence(self, evidence_id: str, skeleton_id: str, record: dict[str, Any]) -> None:
-        md = {k: v for k, v in record.items() if isinstance(v, (str, int, float, bool))}
-        md["skeleton"] = skeleton_id
-        self._col("evidence").upsert(ids=[evidence_id], embeddings=[_PLACEHOLDER], metadatas=[md])
+    def add_evidence(self, evidence_id: str, record: EvidenceRecord) -> None:
+        self._col("evidence").upsert(ids=[evidence_id], embeddings=[_PLACEHOLDER], metadatas=[record.to_dict()])
 
-    def evidence(self, skeleton_id: str) -> list[dict[str, Any]]:
+    def evidence(self, skeleton_id: str) -> list[EvidenceRecord]:
         res = self._col("evidence").get(where={"skeleton": skeleton_id}, include=["metadatas"])
-        return list(res["metadatas"])
+        return [EvidenceRecord.from_metadata(md) for md in res["metadatas"]]
 
-    def evidence_by_skeleton(self) -> dict[str, list[dict[str, Any]]]:
+    def evidence_by_skeleton(self) -> dict[str, list[EvidenceRecord]]:
         """All verification records, grouped by skeleton id (one read for a whole ranking)."""
-        out: dict[str, list[dict[str, Any]]] = {}
+        out: dict[str, list[EvidenceRecord]] = {}
         for md in self._col("evidence").get(include=["metadatas"])["metadatas"]:
-            out.setdefault(md["skeleton"], []).append(md)
+            out.setdefault(md["skeleton"], []).append(EvidenceRecord.from_metadata(md))
         return out
-
-    def info(self) -> dict[str, Any]:
-        return {
-            "location": self.location, "schema": SCHEMA_VERSION, "kernels": self.count(),
-            "sources": [s.__dict__ for s in self.sources()],
-        }
 
 
 def _file_id(source: str, file: str) -> str:

@@ -1,0 +1,222 @@
+"""The service layer: what skel does, as functions with typed results.
+
+The command line (``skel/cli.py``) and any other front end call these and only render what
+comes back, so a policy (which store to open, how a target is spelled, what evidence a
+skeleton shows) lives here once. Nothing here prints, exits or knows about click; every
+expected failure is a ``skel.errors.SkelError`` whose message is written for the user.
+
+Module-level imports are the standard library and ``skel.errors`` only: the command line
+imports this module for every command, ``skel --help`` included, and must stay instant. The
+store, catalog, miner and retriever are imported inside the functions that use them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, overload
+
+from skel.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from skel.miner.mine import MineReport
+    from skel.miner.sources import Source
+    from skel.retriever.suggest import KernelResult
+    from skel.skeletons.base import Skeleton, Target
+    from skel.store.knowledge import EvidenceRecord, KnowledgeBase, SourceRecord
+
+Progress = Callable[[int, int, str], None]  # (done, total, label), label "store" while storing
+
+_ARCH = re.compile(r"(?:sm_?)?(\d{2,3})a?")
+
+
+@dataclass
+class SkeletonSummary:
+    """One catalog entry as listed (the full skeleton comes from ``show``)."""
+
+    id: str
+    title: str
+    summary: str
+    category: str
+    status: str
+
+
+@dataclass
+class SkeletonEvidence:
+    """What the knowledge base holds for one skeleton."""
+
+    kernels: int  # mined kernels using it
+    sources: list[str]  # the repositories they come from
+    examples: list[str]  # up to five of them, as source@version:file:line:function
+    verified: list[EvidenceRecord]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernels": self.kernels, "sources": self.sources, "examples": self.examples,
+                "verified": [v.to_dict() for v in self.verified]}
+
+
+@dataclass
+class StoreInfo:
+    """Where the store is, its schema, its size and the state of every mined source."""
+
+    location: str
+    schema: int
+    kernels: int
+    sources: list[SourceRecord]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- the store ---------------------------------------------------------------------------
+
+# Mining always gets a store; reading may get None (no store yet): the overloads let a
+# type checker see that.
+@overload
+def open_store(location: str | None, *, create: Literal[True]) -> KnowledgeBase: ...
+
+
+@overload
+def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None: ...
+
+
+def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None:
+    """The one store-opening policy.
+
+    ``create=True`` (mining) opens ``location``, the default location when None, creating
+    it. ``create=False`` (reading) never creates anything: an explicit location must hold a
+    knowledge base (StoreError otherwise, so a mistyped ``--store`` is not silently answered
+    from the catalog alone), while the default location is used only if it exists, and
+    None comes back when it does not — a fresh install still answers from the catalog.
+    """
+    from skel.store.knowledge import KnowledgeBase, default_location
+
+    if create:
+        return KnowledgeBase.open(location, create=True)
+    if not location:
+        location = default_location()
+        if not Path(location).exists():
+            return None
+    return KnowledgeBase.open(location, create=False)
+
+
+def store_info(location: str | None = None) -> StoreInfo:
+    """What the store holds. Unlike suggest and show this needs a store, so a missing
+    default store is an error here (the same one an explicit missing location gives)."""
+    from skel.store.knowledge import SCHEMA_VERSION, default_location
+
+    kb = open_store(location or default_location(), create=False)
+    assert kb is not None  # an explicit location opens or raises
+    return StoreInfo(location=kb.location, schema=SCHEMA_VERSION, kernels=kb.count(), sources=kb.sources())
+
+
+# --- suggest -----------------------------------------------------------------------------
+
+def parse_target(backend: str | None, arch: str | None, triton: str | None) -> Target:
+    """The environment suggestions are for. ``arch`` is spelled sm80, sm_90, SM100a or 90;
+    ``triton`` defaults to the installed Triton (None when there is none). What is not
+    given stays unknown: it turns into caveats, never into hidden suggestions."""
+    from skel.skeletons.base import Target
+
+    cc = None
+    if arch:
+        m = _ARCH.fullmatch(arch.strip().lower())
+        if not m:
+            raise UsageError(f"--arch {arch!r}: expected e.g. sm80, sm90, sm100")
+        cc = int(m.group(1))
+    if triton is None:
+        triton = _installed_triton()
+    return Target(backend=backend, cc=cc, triton=triton)
+
+
+def _installed_triton() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("triton")
+    except PackageNotFoundError:
+        return None
+
+
+def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = None, k: int = 5,
+            bound: str | None = None, target: Target | None = None) -> list[KernelResult]:
+    """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
+    store at ``store`` (see ``open_store``; without one, the catalog alone)."""
+    from skel.retriever.suggest import suggest as rank
+
+    kb = open_store(store, create=False)
+    return rank(path, kb, kernel=kernel, k=k, bound=bound, target=target)
+
+
+# --- the catalog -------------------------------------------------------------------------
+
+def list_skeletons(category: str | None = None) -> list[SkeletonSummary]:
+    """Every skeleton, by id; ``category`` keeps those whose category contains it
+    (case-insensitive), so "memory" or "fusion" is enough."""
+    from skel.skeletons.registry import all_skeletons
+
+    return [SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
+                            status=s.status.value)
+            for s in all_skeletons() if not category or category.lower() in s.category.value]
+
+
+def show(skeleton_id: str, *, store: str | None = None) -> tuple[Skeleton, SkeletonEvidence | None]:
+    """One skeleton and its evidence in the store (None when there is no store). An
+    unknown id raises NotFoundError before any store is opened."""
+    from skel.skeletons.registry import get
+
+    s = get(skeleton_id)
+    kb = open_store(store, create=False)
+    if kb is None:
+        return s, None
+    technique = kb.stats().of(s.id)
+    return s, SkeletonEvidence(kernels=technique.kernels, sources=technique.sources,
+                               examples=[r.location for r in kb.using(s.id, limit=5)],
+                               verified=kb.evidence(s.id))
+
+
+# --- mine --------------------------------------------------------------------------------
+
+def mine(path: str | None = None, *, package: str | None = None, rev: str | None = None,
+         source: str | None = None, version: str | None = None, jobs: int | None = None,
+         store: str | None = None, progress: Progress | None = None) -> MineReport:
+    """Mine a path (repository, folder, file), a git repository at a revision (``rev``) or
+    an installed package into the store, creating the store if needed. KeyboardInterrupt
+    is let through on purpose: the store is consistent at every point and the same call
+    resumes where it stopped."""
+    src = _source(path, package, rev, name=source, version=version)
+    kb = open_store(store, create=True)
+    assert kb is not None  # create=True always opens one
+    return _run_miner(src, kb, jobs=jobs, progress=progress)
+
+
+def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,
+            version: str | None) -> Source:
+    """What to mine, through the miner's one source seam."""
+    from skel.miner.sources import DirectorySource, GitSource, PackageSource
+
+    if bool(path) == bool(package):
+        raise UsageError("give exactly one of PATH or --package NAME")
+    if rev and package:
+        raise UsageError("--rev needs PATH, a git repository (not --package)")
+    try:
+        if package:
+            return PackageSource(package, name=name, version=version)
+        assert path is not None
+        if rev:
+            return GitSource(path, rev, name=name, version=version)
+        return DirectorySource(path, name=name, version=version)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from exc
+
+
+def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None) -> MineReport:
+    """The one call into the miner."""
+    from skel.miner.mine import mine as run
+    from skel.store.knowledge import cache_dir
+
+    try:
+        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress)
+    except OSError as exc:  # the source vanished, or git failed while reading it
+        raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
