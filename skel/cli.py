@@ -77,7 +77,8 @@ def cli(debug: bool) -> None:
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=str))
 @click.option("--package", "package", metavar="NAME", help="Mine an installed Python package (e.g. liger_kernel, fla).")
-@click.option("--source", metavar="NAME", help="Name recorded for this source (default: directory or distribution name).")
+@click.option("--source", metavar="NAME",
+              help="Name recorded for this source (default: directory or distribution name).")
 @click.option("--version", "version", metavar="V", help="Version recorded (default: git HEAD or package version).")
 @click.option("--rev", metavar="REV", help="With PATH in a git repository: mine the tree at this commit, branch or tag "
               "(read from git, nothing checked out; version = the commit).")
@@ -147,7 +148,8 @@ def mine(path, package, source, version, rev, jobs, store, as_json, no_progress)
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),
               help="What the profile says limits the kernel; ranks techniques that address it first.")
-@click.option("--backend", type=click.Choice(["cuda", "rocm"]), help="Target backend (unknown: no filtering, caveats shown).")
+@click.option("--backend", type=click.Choice(["cuda", "rocm"]),
+              help="Target backend (unknown: no filtering, caveats shown).")
 @click.option("--arch", metavar="smNN", help="Target architecture, e.g. sm80, sm90, sm100.")
 @click.option("--triton", "triton_version", metavar="X.Y.Z", help="Target Triton version (default: the installed one).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)

@@ -21,7 +21,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from skel.errors import SkelError, UsageError
 
@@ -173,11 +173,11 @@ class _NumpyBert:
         # Single-sequence inputs: token_type_ids are all 0.
         self.type0 = w[e + "token_type_embeddings.weight"][0]
         self.emb_ln = (w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"])
-        self.layers = []
+        self.layers: list[dict[str, Any]] = []
         for i in range(cfg["num_hidden_layers"]):
             p = f"encoder.layer.{i}."
 
-            def lin(name):
+            def lin(name, p=p):
                 # Stored torch-style (out, in); pre-transpose once so the forward is x @ W.
                 return np.ascontiguousarray(w[p + name + ".weight"].T), w[p + name + ".bias"]
 
@@ -228,9 +228,11 @@ class _NumpyBert:
             np.exp(s, out=s)
             s /= s.sum(-1, keepdims=True)
             ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B * L, D)
-            x = _layer_norm(x + ctx @ lyr["out"][0] + lyr["out"][1], *lyr["ln1"], self.eps)
+            ln_w, ln_b = lyr["ln1"]
+            x = _layer_norm(x + ctx @ lyr["out"][0] + lyr["out"][1], ln_w, ln_b, self.eps)
             h = _gelu(x @ lyr["up"][0] + lyr["up"][1])
-            x = _layer_norm(x + h @ lyr["down"][0] + lyr["down"][1], *lyr["ln2"], self.eps)
+            ln_w, ln_b = lyr["ln2"]
+            x = _layer_norm(x + h @ lyr["down"][0] + lyr["down"][1], ln_w, ln_b, self.eps)
         # Mean pooling over real tokens, then L2 normalisation (the ST Normalize module).
         x = x.reshape(B, L, D)
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)

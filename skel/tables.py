@@ -9,7 +9,8 @@ def table(headers: list[str], rows: list[list[object]], max_width: int = 70) -> 
     numeric = [all(isinstance(row[i], (int, float)) for row in rows) and rows for i in range(len(headers))]
 
     def fmt(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+        cells = (v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths)))
+        return "  ".join(cells).rstrip()
 
     lines = [fmt(headers), "  ".join("-" * w for w in widths)]
     lines += [fmt(r) for r in cells]

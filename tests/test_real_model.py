@@ -48,7 +48,8 @@ def test_suggest_uses_the_numpy_model_without_importing_torch(tmp_path, real_mod
          embedder=bulk, jobs=1)
     code = (
         "import sys, json\nfrom skel.cli import cli\n"
-        f"try:\n    cli(['suggest', {str(ROOT / 'examples' / 'row_softmax.py')!r}, '--store', {str(store)!r}, '--json'])\n"
+        f"try:\n    cli(['suggest', {str(ROOT / 'examples' / 'row_softmax.py')!r}, '--store', {str(store)!r}, "
+        "'--json'])\n"
         "except SystemExit as e:\n    code = e.code\n"
         "print('HEAVY', json.dumps([m for m in ('torch', 'sentence_transformers') if m in sys.modules]), code)"
     )

@@ -106,9 +106,9 @@ def chroma_server(tmp_path):
             try:
                 KnowledgeBase.open(url)
                 break
-            except StoreError:
+            except StoreError as exc:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("chroma server did not start within 60 s")
+                    raise RuntimeError("chroma server did not start within 60 s") from exc
                 time.sleep(0.3)
         yield url
     finally:

@@ -148,7 +148,8 @@ def diagnose(case, kf, ranked: list[str], registry_ids: set[str]) -> list[str]:
             continue
         a = get(sid).assess(kf)
         if a.present is not None:
-            reasons.append(f"{sid}: fact extractor says already present ({'; '.join(map(str, a.present)) or 'negated'})")
+            why = "; ".join(map(str, a.present)) or "negated"
+            reasons.append(f"{sid}: fact extractor says already present ({why})")
         elif a.failed:
             reasons.append(f"{sid}: precondition failed: {'; '.join(a.failed)}")
         else:
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
 
     bm25 = BM25({s.id: skeleton_doc(s) for s in skeletons})
     doc_vecs = dict(zip([s.id for s in skeletons],
-                        query_embedder.embed([f"{s.title}. {s.summary} {s.section('What it does')}" for s in skeletons])))
+                        query_embedder.embed([f"{s.title}. {s.summary} {s.section('What it does')}"
+                                              for s in skeletons])))
     stats = kb.stats()
     frequent = sorted(ids, key=lambda i: (-stats.of(i).kernels, i))
 

@@ -205,7 +205,8 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
         verified = verified_by_id.get(sid, [])
         good = [v for v in verified if v.passed and (v.speedup or 0.0) > 1.0]
         components = {"support": support, "facts": facts, "prevalence": prevalence,
-                      "specificity": specificity, "rarity": rarity, "bound": bound_score, "verified": 1.0 if good else 0.0}
+                      "specificity": specificity, "rarity": rarity, "bound": bound_score,
+                      "verified": 1.0 if good else 0.0}
         score = sum(WEIGHTS[c] * v for c, v in components.items())
 
         users_by_id[sid] = users

@@ -209,7 +209,7 @@ class KnowledgeBase:
                 from urllib.parse import urlparse
 
                 u = urlparse(location)
-                client = chromadb.HttpClient(host=u.hostname, port=u.port or 8000,
+                client = chromadb.HttpClient(host=u.hostname or "localhost", port=u.port or 8000,
                                              ssl=u.scheme == "https", settings=settings)
                 client.heartbeat()
             else:
