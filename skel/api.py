@@ -186,9 +186,7 @@ def mine(path: str | None = None, *, package: str | None = None, rev: str | None
     is let through on purpose: the store is consistent at every point and the same call
     resumes where it stopped."""
     src = _source(path, package, rev, name=source, version=version)
-    kb = open_store(store, create=True)
-    assert kb is not None  # create=True always opens one
-    return _run_miner(src, kb, jobs=jobs, progress=progress)
+    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress)
 
 
 def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,

@@ -294,3 +294,23 @@ def test_one_parse_per_file_on_the_mine_path(tmp_path, kb, hash_embedder):
     again = mine(DirectorySource(repo), KnowledgeBase.open(str(tmp_path / "other")), embedder=hash_embedder,
                  jobs=1, cache_root=tmp_path / "cache")
     assert again.cached == 2 and triton.PARSES - before == 2
+
+
+def test_facts_read_back_without_a_tree_are_judged_the_same():
+    """Facts from the cache or the store carry no tree: the data-flow view then parses the
+    kernel's own source once (lines shifted back to the file's) and every skeleton judges
+    it exactly as it judged the freshly extracted kernel."""
+    import skel.kernels.triton as triton
+    from skel.kernels.model import KernelFacts
+    from skel.skeletons.registry import all_skeletons, fixture_path
+
+    path = fixture_path("incremental-pointer-advance")
+    fresh = extract_file(path.read_text(), str(path))
+    for k in fresh:
+        back = KernelFacts.from_dict(k.to_dict())
+        assert back.syntax is None
+        before = triton.PARSES
+        for s in all_skeletons():
+            a, b = s.assess(k), s.assess(back)
+            assert (a.present, a.matched, a.failed) == (b.present, b.matched, b.failed), (k.name, s.id)
+        assert triton.PARSES - before == 1

@@ -63,13 +63,14 @@ def test_stats_are_typed_and_keep_their_on_disk_shape(tmp_path, kb, hash_embedde
     import json
 
     from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
 
     from test_cli import FP32_DOT
 
     repo = tmp_path / "repo"
     write(repo / "k.py", FP32_DOT.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")'))
     write(repo / "t.py", FP32_DOT.replace("solve_kernel", "plain_kernel"))
-    mine(repo, kb, source="demo", embedder=hash_embedder, jobs=1)
+    mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
     stats = kb.stats()
     assert stats.total_kernels == 2
     tf32 = stats.of("dot-input-precision-tf32x3")

@@ -20,11 +20,16 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from skel.miner import walk
 from skel.miner.sources import Source
 from skel.miner.walk import SourceFile, Skipped
+
+if TYPE_CHECKING:
+    from skel.embed import Embedder
+    from skel.kernels.model import KernelFacts
+    from skel.store.knowledge import KnowledgeBase
 
 Progress = Callable[[int, int, str], None]
 BATCH = 48
@@ -163,7 +168,7 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
 
 # --- techniques and tests ----------------------------------------------------------------
 
-def tag(kernel) -> tuple[list[str], list[str]]:
+def tag(kernel: KernelFacts) -> tuple[list[str], list[str]]:
     """(techniques the kernel uses, skeletons that would be suggested for it). The second
     list lets the retriever tell a skeleton that fits one kernel in a hundred from one that
     fits every other kernel (see `specificity` in skel/retriever/suggest.py)."""
@@ -198,7 +203,7 @@ def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
 
 # --- the pipeline ------------------------------------------------------------------------
 
-def mine(source: Source, kb, *, jobs: int | None = None, embedder=None,
+def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder: Embedder | None = None,
          cache_root: Path | None = None, progress: Progress | None = None) -> MineReport:
     """Mine ``source`` into ``kb``: its name and version go on every record written, its
     items are the files considered (files gone from it since the last mine are removed)."""

@@ -30,9 +30,16 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from skel.errors import SuggestError
 from skel.skeletons.base import BOUNDS, Target
 from skel.store.knowledge import EvidenceRecord, Stats
+
+if TYPE_CHECKING:
+    from skel.embed import Embedder
+    from skel.kernels.model import KernelFacts
+    from skel.store.knowledge import KernelRecord, KnowledgeBase
 
 # `prevalence` is the same number for every kernel (how common a technique is overall, the
 # "frequent" baseline): it mostly lifts broad techniques (block pointers, autotune,
@@ -130,16 +137,18 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def suggest(path: str | Path, kb=None, *, kernel: str | None = None, k: int = 5,
-            bound: str | None = None, target: Target | None = None, embedder=None) -> list[KernelResult]:
+def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | None = None, k: int = 5,
+            bound: str | None = None, target: Target | None = None,
+            embedder: Embedder | None = None) -> list[KernelResult]:
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
     return [suggest_for(kf, kb, k=k, bound=bound, target=target, embedder=embedder) for kf in kernels]
 
 
-def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Target | None = None,
-                embedder=None, exclude: dict | None = None) -> KernelResult:
+def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5, bound: str | None = None,
+                target: Target | None = None, embedder: Embedder | None = None,
+                exclude: dict | None = None) -> KernelResult:
     """Suggestions for one kernel's facts. ``exclude`` is a chroma ``where`` clause that
     mined neighbours must satisfy (the retrieval benchmark uses it to hide the kernel's
     own file from the knowledge base)."""
@@ -163,9 +172,9 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
     if not candidates:
         return result
 
-    neighbours = []
+    neighbours: list[KernelRecord] = []
     stats = Stats()
-    if total:
+    if kb is not None and total:
         if embedder is None:
             from skel.embed import default_embedder
 
@@ -226,7 +235,8 @@ def suggest_for(kf, kb=None, *, k: int = 5, bound: str | None = None, target: Ta
     return result
 
 
-def _locations(users, kb, sid: str, want: int = 3) -> list[Location]:
+def _locations(users: list[tuple[KernelRecord, float]], kb: KnowledgeBase, sid: str,
+               want: int = 3) -> list[Location]:
     """Up to ``want`` real places using the technique: nearest first, distinct files,
     then other repositories' uses so the evidence is not all from one place."""
     picked: list[Location] = []

@@ -292,7 +292,9 @@ def dot_operands_lowp(call: Call, k: KernelFacts) -> bool:
 
 # --- small readers of facts shared by many skeletons ---------------------------------------
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+#: A Python identifier (``pid_m``, ``BLOCK_K``, ``_x``): the one spelling of this pattern;
+#: ``skel.skeletons.predicates.names`` re-exports it for the catalog.
+IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
 def assign_targets(a) -> list[str]:
@@ -300,7 +302,7 @@ def assign_targets(a) -> list[str]:
     out: list[str] = []
     for t in a.targets:
         out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if _IDENT.fullmatch(x)]
+    return [x for x in out if IDENT.fullmatch(x)]
 
 
 def assign_calls(a) -> set[str]:

@@ -14,7 +14,7 @@ Collections (names prefixed ``skel_``):
 - ``meta``     — schema version and technique statistics.
 
 Embeddings are always passed explicitly (never chroma's default embedding function,
-which would try to download a model — platform.md). Records that need no vector carry a
+which would try to download a model at run time). Records that need no vector carry a
 constant one-dimensional placeholder.
 """
 

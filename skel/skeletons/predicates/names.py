@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 
-#: A Python identifier (``pid_m``, ``BLOCK_K``, ``_x``). Used to pull the names out of an
-#: expression's source text (loop bounds, masks, pointer arguments) and, through
-#: ``IDENT.pattern``, as a building block of larger source-text patterns.
-IDENT = re.compile(r"[A-Za-z_]\w*")
+from skel.skeletons.conditions import IDENT
+
+#: ``IDENT`` (from conditions, where it is defined once) is a Python identifier (``pid_m``,
+#: ``BLOCK_K``, ``_x``). The catalog uses it to pull the names out of an expression's
+#: source text (loop bounds, masks, pointer arguments) and, through ``IDENT.pattern``, as a
+#: building block of larger source-text patterns.
+__all__ = ["IDENT", "TILE_NAME", "VARYING_LENGTH"]
 
 #: Tile-size meta-parameters: BLOCK_M, BLOCK_SIZE_K, TILE_N, BK, BV, BM ... The
 #: autotuner and hardware-tiered launches pick these; any value covers the range.
