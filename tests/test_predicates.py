@@ -14,7 +14,8 @@ import pytest
 
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
-from skel.skeletons.predicates import autotune, branches, dots, loops, masks, names, pointers, programs, rows, tiles
+from skel.skeletons.predicates import (addresses, autotune, branches, dots, loops, masks, names, pointers, programs,
+                                       rows, tiles)
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
@@ -639,3 +640,80 @@ def test_every_public_predicate_is_tested():
     untested = [f"{m.__name__}.{n}" for m, n, _, _ in _public_names()
                 if f"{m.__name__.split('.')[-1]}.{n}" not in here]
     assert not untested, untested
+
+
+# --- addresses and loops (read through the data-flow view) ----------------------------
+
+MATMUL_LOOP = '''
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, idx_ptr, M, N, K, stride_am, stride_bk,
+       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, USE_X: tl.constexpr):
+    pid = tl.program_id(0)
+    rm = pid * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    rows = tl.load(idx_ptr + rm)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * stride_am + (k + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        g = tl.load(a_ptr + rows[:, None] * stride_am + rk[None, :])
+        b = tl.load(b_ptrs)
+        acc += tl.dot(a, b) + tl.dot(g, b)
+        b_ptrs += BK * stride_bk
+        h = tl.load(a_ptr + (pid * K + k) // N)
+    for i in range(0, USE_X):  # a constexpr flag: a guard, not a loop
+        acc = acc * 2
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+'''
+
+BLOCK_PTR_LOOP = '''
+@triton.jit
+def bp(x_ptr, y_ptr, T, BT: tl.constexpr):
+    p_x = tl.make_block_ptr(x_ptr, (T, 64), (64, 1), (0, 0), (BT, 64), (1, 0))
+    for t in range(0, T, BT):
+        b_x = tl.load(p_x, boundary_check=(0, 1))
+        p_x = tl.advance(p_x, (BT, 0))
+        tl.store(y_ptr + t, tl.sum(b_x))
+'''
+
+
+def _loads(src):
+    k = kernel(src)
+    fl = flow_of(k)
+    return k, fl, fl.loads()
+
+
+def test_addresses_tiles_block_pointers_and_gathers():
+    k, fl, (rows, a, g, b, h) = _loads(MATMUL_LOOP)
+    addr = lambda c: c.arg(0, "pointer")  # noqa: E731
+    assert addresses.manual_2d_address(fl, addr(a)) and addresses.tile_load_2d(fl, a)
+    assert not addresses.manual_2d_address(fl, addr(rows)) and not addresses.tile_load_2d(fl, rows)
+    assert addresses.gathered_address(fl, addr(g)) == [rows.line]  # rows come from memory
+    assert addresses.gathered_address(fl, addr(a)) == [] and addresses.gathered(fl, {"rows"}) == [rows.line]
+    assert addresses.bounds_mask(fl, a.arg(1, "mask"))
+    assert {"rm", "rn", "rk", "rows", "b_ptrs"} <= addresses.vector_names(fl)
+    assert not {"pid", "k", "i"} & addresses.vector_names(fl)
+    assert addresses.is_vector_expr(fl, addr(a)) and not addresses.is_vector_expr(fl, addr(h))
+    assert not addresses.is_block_ptr_address(fl, addr(b))
+    k2, fl2, (x,) = _loads(BLOCK_PTR_LOOP)
+    assert addresses.is_block_ptr_address(fl2, x.arg(0, "pointer")) and addresses.tile_load_2d(fl2, x)
+    assert "tl.make_block_ptr" in addresses.BLOCK_PTR_MAKERS and addresses.BLOCK_PTR_HELPER.fullmatch("get_block_ptr")
+
+
+def test_loops_trip_counts_steps_and_masks():
+    k, fl, (rows, a, g, b, h) = _loads(MATMUL_LOOP)
+    k_loop, flag_loop = fl.loops
+    assert loops.runtime_trip_count(fl, k, k_loop)  # K is a runtime argument
+    assert loops.at_most_one_trip(fl, k, flag_loop) and not loops.at_most_one_trip(fl, k, k_loop)
+    assert loops.depends_on_loop(fl, a.arg(0, "pointer"), k_loop)
+    assert not loops.depends_on_loop(fl, g.arg(0, "pointer"), k_loop)
+    assert loops.stepped_in_loop(fl, b.arg(0, "pointer"), k_loop) == [b.line + 2]  # `b_ptrs += ...`
+    assert loops.affine_in_loop(fl, a.arg(0, "pointer"), k_loop)
+    assert not loops.affine_in_loop(fl, h.arg(0, "pointer"), k_loop)  # `// N` wraps the loop index
+    parts = loops.conjuncts(fl, a.arg(1, "mask"))
+    assert [fl.text(p) for p in parts] == ["(rm[:, None] < M)", "((k + rk)[None, :] < K)"]
+    assert [fl.text(p) for p in loops.conjuncts(fl, g.arg(0, "pointer"))] == [fl.text(g.arg(0, "pointer"))]
+    k2, fl2, (x,) = _loads(BLOCK_PTR_LOOP)
+    assert loops.runtime_trip_count(fl2, k2, fl2.loops[0])  # T is a runtime argument

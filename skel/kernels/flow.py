@@ -10,7 +10,6 @@ which calls it makes), so skeletons never walk trees themselves.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -154,6 +153,22 @@ def has_kwarg(call: cst.Call, *names: str) -> bool:
     return any(a.keyword is not None and a.keyword.value in names for a in call.args)
 
 
+def is_comparison(e: Node) -> bool:
+    return isinstance(e, cst.Comparison)
+
+
+def elements(e: Node) -> list[Node] | None:
+    """The items of a tuple or list literal, else None."""
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return [el.value for el in e.elements]
+    return None
+
+
+def positional(call: cst.Call) -> list[Node]:
+    """Positional arguments without ``*`` or ``**`` ones (what ``f(a, b)`` indexes)."""
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
 def keywords(call: cst.Call) -> list[Node]:
     """The values of a call's keyword arguments, in order."""
     return [a.value for a in call.args if a.keyword is not None]
@@ -166,6 +181,12 @@ def branches(e: Node) -> tuple[Node, Node] | None:
 
 def is_slice(e: Node) -> bool:
     return isinstance(e, cst.Slice)
+
+
+def subscripted(e: Node) -> Node:
+    """The ``x`` of ``x[...]``."""
+    assert isinstance(e, cst.Subscript)
+    return e.value
 
 
 def subscript_pair(e: Node) -> tuple[Node, Node] | None:
@@ -219,7 +240,7 @@ class CallInfo:
         value = keyword_arg(self.node, kw)
         if value is not None:
             return value
-        args = [a.value for a in self.node.args if a.keyword is None and not a.star]
+        args = positional(self.node)
         return args[i] if len(args) > i else None
 
     @property
@@ -234,7 +255,7 @@ class Flow:
         self.defs: dict[str, list[Def]] = {}
         self.calls: list[CallInfo] = []
         self.loops: list[LoopInfo] = []
-        self.vector_cache: set[str] | None = None  # see vector_names
+        self.memo: dict[str, object] = {}  # views derived by shared predicates, computed once
         self.ok = syntax is not None
         if syntax is None:
             return
@@ -425,7 +446,7 @@ def _reparse(k):
     return None
 
 
-# --- expression predicates used by several skeletons ------------------------------------
+# --- queries over expressions (the predicates skeletons share build on these) -----------
 
 
 def broadcast_axes(exprs: list[Node]) -> set[str]:
@@ -450,225 +471,3 @@ def has_call(exprs: list[Node], *names: str) -> bool:
 
 def contains_call(expr: Node, node: cst.Call) -> bool:
     return any(c is node for c in calls_in(expr))
-
-
-BLOCK_PTR_MAKERS = ("tl.make_block_ptr", "tl.advance")
-BLOCK_PTR_HELPER = re.compile(r"\w*block_ptr")
-
-
-def is_block_ptr_address(fl: Flow, addr: Node) -> bool:
-    """The address is (a name bound to) a block pointer."""
-    if isinstance(addr, cst.Call) and call_name(addr) in BLOCK_PTR_MAKERS:
-        return True
-    if isinstance(addr, cst.Name):
-        return any(isinstance(d.value, cst.Call) and (call_name(d.value) in BLOCK_PTR_MAKERS
-                                                      or BLOCK_PTR_HELPER.fullmatch(call_name(d.value)))
-                   for d in fl.defs.get(addr.value, ()))
-    return False
-
-
-def manual_2d_address(fl: Flow, addr: Node) -> bool:
-    """`base + rows[:, None] * stride + cols[None, :]`, directly or through names."""
-    if is_block_ptr_address(fl, addr):
-        return False
-    _, exprs = fl.closure(addr)
-    return broadcast_axes(exprs) == {"col", "row"}
-
-
-def tile_load_2d(fl: Flow, c: CallInfo) -> bool:
-    """A load of a 2-D tile, by manual offsets or through a 2-D block pointer."""
-    addr = c.arg(0, "pointer")
-    if addr is None:
-        return False
-    if is_block_ptr_address(fl, addr):
-        defs = fl.defs.get(addr.value, ()) if isinstance(addr, cst.Name) else ()
-        for d in defs:
-            if isinstance(d.value, cst.Call) and call_name(d.value) == "tl.make_block_ptr":
-                args = args_of(d.value)
-                shape = args[4] if len(args) > 4 else keyword_arg(d.value, "block_shape")
-                if isinstance(shape, (cst.Tuple, cst.List)) and len(shape.elements) >= 2:
-                    return True
-        return False
-    return manual_2d_address(fl, addr)
-
-
-def vector_names(fl: Flow) -> set[str]:
-    """Names holding tensors derived from `tl.arange` (offsets, masks, index vectors)."""
-    cached = fl.vector_cache
-    if cached is not None:
-        return cached
-    vec: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for n, defs in fl.defs.items():
-            if n in vec:
-                continue
-            if any(has_call([d.value], "tl.arange") or names_in(d.value) & vec for d in defs):
-                vec.add(n)
-                changed = True
-    fl.vector_cache = vec
-    return vec
-
-
-def is_vector_expr(fl: Flow, e: Node) -> bool:
-    return has_call([e], "tl.arange") or bool(names_in(e) & vector_names(fl))
-
-
-def bounds_mask(fl: Flow, mask: Node) -> bool:
-    """The mask only compares offsets against scalar limits (`offs < N`), the kind a
-    block pointer's `boundary_check` or a tensor descriptor's bounds replace."""
-    names, exprs = fl.closure(mask)
-    if gathered(fl, names):
-        return False  # a mask read from memory is data, not bounds
-    seen = False
-    for e in exprs:
-        for n in walk(e):
-            if not isinstance(n, cst.Comparison):
-                continue
-            cmp = comparison(n)
-            if cmp is None or cmp[1] not in ORDERING:
-                return False
-            if is_vector_expr(fl, cmp[0]) and is_vector_expr(fl, cmp[2]):
-                return False  # offsets against offsets: causal/triangular, not bounds
-            seen = True
-    return seen
-
-
-def runtime_trip_count(fl: Flow, k, loop: LoopInfo) -> bool:
-    """The loop's trip count depends on a runtime argument or on data (a sequence length,
-    K, n_cols), not only on constexpr parameters and literals."""
-    if loop.bounds is None:
-        return False
-    constexprs = {p.name for p in k.params if p.constexpr}
-    params = {p.name for p in k.params}
-    names, exprs = fl.closure(loop.bounds)
-    return bool((names & params) - constexprs) or has_call(exprs, "tl.load", "tl.program_id")
-
-
-def gathered_address(fl: Flow, addr: Node) -> list[int]:
-    """Lines of vector loads whose values feed ``addr`` (an index-tensor gather)."""
-    return gathered(fl, fl.closure(addr)[0])
-
-
-def gathered(fl: Flow, names: set[str]) -> list[int]:
-    """Lines of vector (tile) loads whose results are among ``names``."""
-    lines = []
-    for c in fl.loads():
-        if set(c.targets) & names:
-            src = c.arg(0, "pointer")
-            if src is not None and has_call(fl.closure(src)[1], "tl.arange"):
-                lines.append(c.line)
-    return lines
-
-
-
-
-# --- loop-relative helpers (how an expression moves with a loop's index) -----------------
-
-
-def depends_on_loop(fl: Flow, expr: Node, loop: LoopInfo) -> bool:
-    """``expr`` changes with ``loop``'s index: it reads the index directly or through names
-    (re)defined inside the loop from it. Names the loop redefines from loop-invariant
-    values only (`m_t = o_t < T` recomputed each iteration) do not count."""
-    names, _ = fl.closure(expr, within=loop)
-    return bool(names & loop.targets)
-
-
-def stepped_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> list[int]:
-    """Lines where a name ``expr`` reads is stepped inside ``loop`` (`p += step`,
-    `p = p + step`, `p = tl.advance(p, ...)`): the address is already strength-reduced."""
-    names, _ = fl.closure(expr)
-    lines = []
-    for n in names:
-        for d in fl.defs.get(n, ()):
-            if not loop.holds(d.line):
-                continue
-            v = d.value
-            if d.op in ("+=", "-=") or (
-                    d.op == "=" and binary(v, "+", "-") and name_of(operands(v)[0]) == n) or (
-                    isinstance(v, cst.Call) and call_name(v) == "tl.advance"):
-                lines.append(d.line)
-    return lines
-
-
-def affine_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> bool:
-    """``expr`` moves by a constant step per iteration of ``loop``: what is recomputed
-    inside the loop reads no memory (no gathered or paged index), never divides or
-    wraps a loop-dependent value (`block_idx // grid_n`, `% n`: a grid-stride walk over
-    flattened tiles) and never clamps or selects it (`tl.minimum(idx, n - 1)`)."""
-    _, exprs = fl.closure(expr, within=loop)
-    if has_call(exprs, "tl.load"):
-        return False
-    for e in exprs:
-        for n in walk(e):
-            if binary(n, "//", "%") and depends_on_loop(fl, operands(n)[0], loop):
-                return False
-            if isinstance(n, cst.Call) and call_name(n) in _CLAMPS \
-                    and any(depends_on_loop(fl, a, loop) for a in args_of(n)):
-                return False  # a clamped or selected index: the step is not constant at the edges
-    return True
-
-
-_CLAMPS = ("tl.minimum", "tl.maximum", "min", "max", "tl.where", "tl.clamp")
-
-
-def conjuncts(fl: Flow, expr: Node, depth: int = 8) -> list[Node]:
-    """The `&`-separated parts of a mask, through names bound once, broadcasts
-    (`m[:, None]`) and casts (`.to(tl.int1)`)."""
-    if depth <= 0:
-        return [expr]
-    if binary(expr, "&"):
-        left, right = operands(expr)
-        return conjuncts(fl, left, depth - 1) + conjuncts(fl, right, depth - 1)
-    if isinstance(expr, cst.Subscript) and subscript_pair(expr) is not None and broadcast_axes([expr]):
-        return conjuncts(fl, expr.value, depth - 1)
-    if isinstance(expr, cst.Call) and call_name(expr) == ".to" and isinstance(expr.func, cst.Attribute):
-        return conjuncts(fl, expr.func.value, depth - 1)
-    if isinstance(expr, cst.Name):
-        defs = fl.defs.get(expr.value, ())
-        if len(defs) == 1 and not defs[0].aug:
-            return conjuncts(fl, defs[0].value, depth - 1)
-    return [expr]
-
-
-def _zero_one(fl: Flow, k, e: Node, depth: int = 4) -> bool:
-    """``e`` can only be 0 or 1 (False/True): a literal, a comparison, `tl.where(c, 1, 0)`,
-    a name bound only to such values, or a constexpr flag parameter (bool default, or a
-    flag-like name such as `IS_*`, `USE_*`, `HAS_*`)."""
-    if depth <= 0:
-        return False
-    value = constant(e)
-    if value is not NOT_CONSTANT:
-        return value in (0, 1) and not isinstance(value, float)
-    if isinstance(e, cst.Comparison) or (isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not)):
-        return True
-    if isinstance(e, cst.Call) and call_name(e) == "tl.where" and len(args_of(e)) == 3:
-        return all(_zero_one(fl, k, a, depth - 1) for a in args_of(e)[1:])
-    if isinstance(e, cst.Call) and call_name(e) == ".to" and isinstance(e.func, cst.Attribute):
-        return _zero_one(fl, k, e.func.value, depth - 1)
-    if isinstance(e, cst.Name):
-        p = next((p for p in k.params if p.name == e.value), None)
-        if p is not None:
-            return p.constexpr and (p.default.strip() in ("True", "False", "0", "1")
-                                    or bool(re.match(r"(IS|USE|HAS|ENABLE|DO|WITH)_", p.name)))
-        defs = fl.defs.get(e.value, ())
-        return bool(defs) and all(not d.aug and _zero_one(fl, k, d.value, depth - 1) for d in defs)
-    return False
-
-
-def at_most_one_trip(fl: Flow, k, loop: LoopInfo) -> bool:
-    """A `for` used as a guard: `range(0, flag, 1)` / `range(flag)` whose stop is 0 or 1 by
-    construction (a 0/1 value, a comparison, a constexpr flag), so the body runs at most
-    once. A runtime stop of unknown range is not assumed to be a flag."""
-    b = loop.bounds
-    if not (isinstance(b, cst.Call) and call_name(b) in ("range", "tl.range", "tl.static_range")):
-        return False
-    args = [a.value for a in b.args if a.keyword is None and not a.star]
-    if not args or len(args) > 3:
-        return False
-    start, stop = (0, args[0]) if len(args) == 1 else (constant(args[0]), args[1])
-    step = constant(args[2]) if len(args) == 3 else 1
-    if not (start == 0 and not isinstance(start, str) and step == 1 and not isinstance(step, str)):
-        return False
-    return _zero_one(fl, k, stop)

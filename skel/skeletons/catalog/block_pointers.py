@@ -62,9 +62,11 @@ from __future__ import annotations
 
 from skel.skeletons.base import Category, Env, KnownBad, Skeleton
 from skel.skeletons.conditions import calls, custom
-from skel.kernels.flow import (BLOCK_PTR_HELPER, is_vector_expr, affine_in_loop, at_most_one_trip, bounds_mask,
-                                 conjuncts, depends_on_loop, flow_of, gathered_address, manual_2d_address,
-                                 stepped_in_loop)
+from skel.kernels.flow import flow_of
+from skel.skeletons.predicates.addresses import (BLOCK_PTR_HELPER, bounds_mask, gathered_address, is_vector_expr,
+                                                 manual_2d_address)
+from skel.skeletons.predicates.loops import (affine_in_loop, at_most_one_trip, conjuncts, depends_on_loop,
+                                             stepped_in_loop)
 
 # ---------------------------------------------------------------------------------------
 # the skeleton

@@ -42,8 +42,8 @@ MoE backward kernels) depends on one of:
 
 from __future__ import annotations
 
-from skel.kernels.flow import (args_of, binary, call_name, calls_in, flow_of, gathered_address, is_vector_expr,
-                               names_in, operands, walk)
+from skel.kernels.flow import args_of, binary, call_name, calls_in, flow_of, names_in, operands, walk
+from skel.skeletons.predicates.addresses import gathered_address, is_vector_expr
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
 

@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import re
 
-from skel.kernels.flow import (args_of, at_most_one_trip, bounds_mask, comparison, conjuncts, depends_on_loop,
-                               flow_of, has_call, is_vector_expr, manual_2d_address, walk)
+from skel.kernels.flow import args_of, comparison, flow_of, has_call, walk
+from skel.skeletons.predicates.addresses import bounds_mask, is_vector_expr, manual_2d_address
+from skel.skeletons.predicates.loops import at_most_one_trip, conjuncts, depends_on_loop
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
 

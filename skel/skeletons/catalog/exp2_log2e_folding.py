@@ -47,7 +47,8 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, constant, custom, uses_name
-from skel.kernels.flow import args_of, broadcast_axes, flow_of, has_call, tile_load_2d
+from skel.kernels.flow import args_of, broadcast_axes, flow_of, has_call
+from skel.skeletons.predicates.addresses import tile_load_2d
 
 NATURAL_EXP = ("tl.exp", "tl.math.exp", "exp", "tl.extra.cuda.libdevice.exp", "tl.extra.libdevice.exp",
                "tl.extra.libdevice.fast_expf", "tl.extra.cuda.libdevice.fast_expf")

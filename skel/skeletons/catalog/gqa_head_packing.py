@@ -60,7 +60,8 @@ from __future__ import annotations
 
 import re
 
-from skel.kernels.flow import args_of, at_most_one_trip, flow_of
+from skel.kernels.flow import args_of, flow_of
+from skel.skeletons.predicates.loops import at_most_one_trip
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
 from skel.skeletons.predicates.dots import NO_DOT

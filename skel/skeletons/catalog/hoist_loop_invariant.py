@@ -67,7 +67,8 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom
-from skel.kernels.flow import at_most_one_trip, flow_of
+from skel.kernels.flow import flow_of
+from skel.skeletons.predicates.loops import at_most_one_trip
 from skel.skeletons.predicates.names import IDENT
 
 _TRANSFORM = {"tl.sum", "tl.max", "tl.min", "tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "tl.log", "tl.log2",

@@ -47,7 +47,9 @@ from __future__ import annotations
 
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.kernels.flow import (at_most_one_trip, binary, broadcast_axes, flow_of, gathered_address, has_call, is_block_ptr_address, name_of, names_in, operands, runtime_trip_count)
+from skel.kernels.flow import binary, broadcast_axes, flow_of, has_call, name_of, names_in, operands
+from skel.skeletons.predicates.addresses import gathered_address, is_block_ptr_address
+from skel.skeletons.predicates.loops import at_most_one_trip, runtime_trip_count
 from skel.skeletons.conditions import custom
 
 _LOOPS = ("range", "tl.range")

@@ -54,8 +54,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.kernels.flow import (args_of, contains_call, flow_of, gathered_address,
-                                                   runtime_trip_count, tile_load_2d)
+from skel.kernels.flow import args_of, contains_call, flow_of
+from skel.skeletons.predicates.addresses import gathered_address, tile_load_2d
+from skel.skeletons.predicates.loops import runtime_trip_count
 from skel.skeletons.conditions import calls, custom
 
 _DESC_RECEIVER = re.compile(r"(?:^|_)desc(?:riptor)?(?:_|$|\d)", re.IGNORECASE)
