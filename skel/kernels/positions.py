@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from contextlib import contextmanager
-from typing import Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the codegen hooks PositionProvider uses
@@ -30,8 +28,10 @@ class _OffsetState(CodegenState):
         super().__init__(default_indent=module_like.default_indent,
                          default_newline=module_like.default_newline)
         self.pos = 0
-        # keyed by id(node): libcst nodes hash in Python, ids are free (the tree outlives us)
-        self.ranges: dict[int, tuple[int, int]] = {}  # syntactic: what lines report
+        # keyed by id(node): libcst nodes hash in Python, ids are free (the tree outlives us).
+        # A node's line comes from its syntactic range when libcst records one (inside its
+        # parentheses and owned whitespace), else from its span, as PositionProvider does.
+        self.ranges: dict[int, tuple[int, int]] = {}  # syntactic
         self.spans: dict[int, tuple[int, int]] = {}  # with owned parens and whitespace
         self._stack: list[int] = []
 
@@ -48,25 +48,40 @@ class _OffsetState(CodegenState):
         self._stack.append(self.pos)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        span = (self._stack.pop(), self.pos)
-        key = id(node)
-        self.spans[key] = span
-        if key not in self.ranges:  # a syntactic range recorded inside wins
-            self.ranges[key] = span
+        self.spans[id(node)] = (self._stack.pop(), self.pos)
 
-    @contextmanager
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
-                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
-        start = self.pos
-        try:
-            yield
-        finally:
-            end = self.pos
-            if start_node is not None:
-                start = self.ranges[id(start_node)][0]
-            if end_node is not None:
-                end = self.ranges[id(end_node)][1]
-            self.ranges[id(node)] = (start, end)
+    def range_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        key = id(node)
+        return self.ranges.get(key) or self.spans[key]
+
+    def record_syntactic_position(  # type: ignore[override]  # any context manager does
+            self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+            end_node: cst.CSTNode | None = None) -> _Syntactic:
+        return _Syntactic(self, node, start_node, end_node)
+
+
+class _Syntactic:
+    """The context libcst opens around a node's own tokens (parentheses and owned
+    whitespace outside it). A plain class: a generator-based context manager costs several
+    times more, and code generation opens one for most nodes."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: _OffsetState, node: cst.CSTNode, start_node: cst.CSTNode | None,
+                 end_node: cst.CSTNode | None) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = self.state.pos
+
+    def __exit__(self, *exc: object) -> None:
+        state = self.state
+        start, end = self.start, state.pos
+        if self.start_node is not None:
+            start = state.range_of(self.start_node)[0]
+        if self.end_node is not None:
+            end = state.range_of(self.end_node)[1]
+        state.ranges[id(self.node)] = (start, end)
 
 
 class Positions:
@@ -82,18 +97,22 @@ class Positions:
         self.offset = offset
         self._newlines = [m.end() for m in _NEWLINE.finditer(self.text)]
 
+    def _range(self, node: cst.CSTNode) -> tuple[int, int]:
+        key = id(node)
+        return self.ranges.get(key) or self.spans[key]
+
     def _line_at(self, char: int) -> int:
         return bisect_right(self._newlines, char) + 1 + self.offset
 
     def line(self, node: cst.CSTNode) -> int:
-        return self._line_at(self.ranges[id(node)][0])
+        return self._line_at(self._range(node)[0])
 
     def end_line(self, node: cst.CSTNode) -> int:
-        return self._line_at(self.ranges[id(node)][1])
+        return self._line_at(self._range(node)[1])
 
     def last_line(self, node: cst.CSTNode) -> int:
         """Line of the node's last character (``ast``'s ``end_lineno``)."""
-        start, end = self.ranges[id(node)]
+        start, end = self._range(node)
         body = self.text[start:end].rstrip()
         return self._line_at(start + len(body) - 1) if body else self._line_at(start)
 

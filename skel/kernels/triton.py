@@ -12,6 +12,7 @@ again.
 
 from __future__ import annotations
 
+import gc
 import re
 
 import libcst as cst
@@ -323,20 +324,22 @@ class _KernelVisitor(Walker):
         ))
         return True
 
+    # first occurrences only: the line is looked up once per distinct name, not per use
     def visit_Name(self, node: cst.Name) -> None:
-        self.f.names.setdefault(node.value, self._line(node))
+        if node.value not in self.f.names:
+            self.f.names[node.value] = self._line(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         name = self.al.canonical(dotted(node))
-        if name:
-            self.f.attributes.setdefault(name, self._line(node))
+        if name and name not in self.f.attributes:
+            self.f.attributes[name] = self._line(node)
         return True
 
     def visit_Float(self, node: cst.Float) -> None:
-        self.f.constants.setdefault(node.value, self._line(node))
+        if node.value not in self.f.constants:
+            self.f.constants[node.value] = self._line(node)
 
-    def visit_Integer(self, node: cst.Integer) -> None:
-        self.f.constants.setdefault(node.value, self._line(node))
+    visit_Integer = visit_Float
 
 
 class _HostVisitor(Walker):
@@ -427,7 +430,18 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
     except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
         msg = str(exc).strip().splitlines()
         raise ParseError(msg[0] if msg else type(exc).__name__) from exc
+    # The tree is large and acyclic (refcounting frees it). Without this, every cyclic-GC
+    # pass during extraction rescans all of it: about a tenth of the extraction's time.
+    # Freezing only exempts what exists now from those scans, and unfreezing at the end
+    # hands it back as it was.
+    gc.freeze()
+    try:
+        return _extract(module, source, path)
+    finally:
+        gc.unfreeze()
 
+
+def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     aliases = Aliases()
     kernels: list[cst.FunctionDef] = []
     grid_funcs: set[str] = set()
