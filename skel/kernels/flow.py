@@ -11,7 +11,7 @@ which calls it makes), so skeletons never walk trees themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 import libcst as cst
 
@@ -29,7 +29,9 @@ def walk(node: Node) -> Iterator[Node]:
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(reversed(list(children(n))))
+        kids = children(n)
+        kids.reverse()
+        stack.extend(kids)
 
 
 def call_name(node: cst.Call) -> str:
@@ -42,29 +44,55 @@ def call_name(node: cst.Call) -> str:
     return name
 
 
+# Conditions ask the same questions of the same expressions many times (every closure
+# walks a definition's value again), so the answers are kept per node. A node is
+# immutable, and the cache holds the node itself, so its id cannot be reused while cached.
+_MEMO: dict[tuple[str, int], tuple[Node, object]] = {}
+_MEMO_LIMIT = 400_000
+
+
+def _memo(kind: str, node: Node, compute):
+    key = (kind, id(node))
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit[1]
+    if len(_MEMO) > _MEMO_LIMIT:
+        _MEMO.clear()
+    value = compute(node)
+    _MEMO[key] = (node, value)
+    return value
+
+
 def names_in(expr: Node) -> set[str]:
     """Variables ``expr`` reads (not attribute names, keywords or lambda parameters)."""
+    return set(_memo("names", expr, _names_in))
+
+
+def _names_in(expr: Node) -> frozenset[str]:
     out: set[str] = set()
-    stack = [expr]
+    stack: list[Any] = [expr]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Name):
+        t = type(n)  # exact types: isinstance on libcst's ABC-based classes is slow
+        if t is cst.Name:
             if n.value not in _NOT_VARS:
                 out.add(n.value)
-        elif isinstance(n, cst.Attribute):
+        elif t is cst.Attribute or t is cst.Arg:
             stack.append(n.value)
-        elif isinstance(n, cst.Arg):
-            stack.append(n.value)
-        elif isinstance(n, cst.Param):
+        elif t is cst.Param:
             stack.extend(x for x in (n.default, n.annotation) if x is not None)
         else:
             stack.extend(children(n))
-    return out
+    return frozenset(out)
 
 
 def calls_in(expr: Node) -> list[cst.Call]:
     """Every call in ``expr`` (itself included), in source order."""
-    return [n for n in walk(expr) if isinstance(n, cst.Call)]
+    return list(_memo("calls", expr, _calls_in))
+
+
+def _calls_in(expr: Node) -> tuple[cst.Call, ...]:
+    return tuple(n for n in walk(expr) if type(n) is cst.Call)
 
 
 def args_of(call: cst.Call) -> list[cst.BaseExpression]:
@@ -191,7 +219,7 @@ def subscripted(e: Node) -> Node:
 
 def subscript_pair(e: Node) -> tuple[Node, Node] | None:
     """The two index parts of ``x[a, b]``: ``cst.Slice`` for ``:``, else the index value."""
-    if isinstance(e, cst.Subscript) and len(e.slice) == 2:
+    if type(e) is cst.Subscript and len(e.slice) == 2:
         parts = []
         for el in e.slice:
             parts.append(el.slice.value if isinstance(el.slice, cst.Index) else el.slice)
@@ -453,16 +481,22 @@ def broadcast_axes(exprs: list[Node]) -> set[str]:
     """{"col", "row"} for `x[:, None]` (a column vector) and `x[None, :]` (a row)."""
     out: set[str] = set()
     for e in exprs:
-        for n in walk(e):
-            pair = subscript_pair(n)
-            if pair is None:
-                continue
-            a, b = pair
-            if isinstance(a, cst.Slice) and is_none(b):
-                out.add("col")
-            elif is_none(a) and isinstance(b, cst.Slice):
-                out.add("row")
+        out |= _memo("axes", e, _axes)
     return out
+
+
+def _axes(e: Node) -> frozenset[str]:
+    out: set[str] = set()
+    for n in walk(e):
+        pair = subscript_pair(n)
+        if pair is None:
+            continue
+        a, b = pair
+        if isinstance(a, cst.Slice) and is_none(b):
+            out.add("col")
+        elif is_none(a) and isinstance(b, cst.Slice):
+            out.add("row")
+    return frozenset(out)
 
 
 def has_call(exprs: list[Node], *names: str) -> bool:
