@@ -68,18 +68,51 @@ def kernel_files(sources) -> list[tuple[str, str]]:
     return files
 
 
+def _stage_in_subprocess(stage: str, packages: list[str]) -> tuple[float, int]:
+    cmd = [sys.executable, __file__, "--stage", stage] + [x for p in packages for x in ("--package", p)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), int(out[1])
+
+
+def run_stage(stage: str, packages: list[str]) -> None:
+    """Child mode: time one stage over the packages' kernel files; print seconds, kernels."""
+    import libcst
+
+    from skel.kernels.triton import extract_file
+    from skel.miner.mine import tag
+    from skel.miner.sources import PackageSource
+    from skel.skeletons.registry import all_skeletons
+
+    files = kernel_files([PackageSource(name) for name in packages])
+    if stage == "analyse":
+        all_skeletons()  # the catalog's import is not part of the row
+    n = 0
+    t = time.perf_counter()
+    for p, text in files:
+        if stage == "parse":
+            libcst.parse_module(text)
+        elif stage == "extract":
+            n += len(extract_file(text, p))
+        else:  # what a mine worker does per file: extract, then tag every kernel
+            for k in extract_file(text, p):
+                tag(k)
+                n += 1
+    print(f"{time.perf_counter() - t:.6f} {n}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--package", action="append", help="installed package(s) to mine (default: fla, liger_kernel)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--query", default=str(ROOT / "examples" / "row_softmax.py"))
+    ap.add_argument("--stage", choices=["parse", "extract", "analyse"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     packages = args.package or ["fla", "liger_kernel"]
+    if args.stage:
+        run_stage(args.stage, packages)
+        return
 
-    import libcst
-
-    from skel.kernels.triton import extract_file
     from skel.miner.mine import mine
     from skel.miner.sources import PackageSource
     from skel.store.knowledge import KnowledgeBase
@@ -91,28 +124,15 @@ def main() -> None:
           f"repeat {args.repeat}; jobs {args.jobs}; python {sys.version.split()[0]}; cpus {os.cpu_count()}",
           flush=True)
 
-    from skel.miner.mine import tag
-    from skel.skeletons.registry import all_skeletons
-
-    all_skeletons()  # the catalog's import is not part of any row
-
-    def analyse() -> int:  # what a mine worker does per file: extract, then tag every kernel
-        n = 0
-        for p, t in files:
-            for k in extract_file(t, p):
-                tag(k)
-                n += 1
-        return n
-
-    # interleaved, so the three rows share the machine's state: their ratios are side by side
+    # Each of these three rows runs in a fresh interpreter, interleaved with the others
+    # repeat by repeat: one process's heap (the catalog, earlier trees, the garbage
+    # collector's generations) must not tax another row, and the rows share the machine's
+    # state so their ratios are side by side.
     parse_t, extract_t, analyse_t, kernels = [], [], [], 0
     for _ in range(args.repeat):
-        # each tree is dropped at once: a floor that kept all of them alive would also
-        # time the garbage collector rescanning them, and flatter every ratio below
-        parse_t += timed(lambda: [libcst.parse_module(t) and None for _, t in files], 1)[0]
-        t_extract, kernels = timed(lambda: sum(len(extract_file(t, p)) for p, t in files), 1)
-        extract_t += t_extract
-        analyse_t += timed(analyse, 1)[0]
+        for stage, out in (("parse", parse_t), ("extract", extract_t), ("analyse", analyse_t)):
+            seconds, kernels = _stage_in_subprocess(stage, packages)
+            out.append(seconds)
 
     work = Path(tempfile.mkdtemp(prefix="skel-bench-"))
     mine_t, remine_t, n_kernels = [], [], 0
