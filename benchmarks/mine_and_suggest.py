@@ -6,10 +6,10 @@
 Needs the packages installed (`pip install --no-deps fla-core==0.6.0 liger-kernel==0.8.5`).
 Prints one table; every row is the median of --repeat runs with min–max spread.
 
-Rows:
-- parse floor: `libcst.parse_module` of the same kernel-bearing files, one process, each
-  tree dropped at once — the least any libcst miner must spend;
-- extract: skel's fact extraction of those files (the one libcst parse included), one
+Rows (the first three each in a fresh interpreter, interleaved repeat by repeat):
+- parse floor: `libcst.parse_module` of the same kernel-bearing files, one process — the
+  least any libcst miner must spend;
+- extract: skel's fact extraction of those files (its one libcst parse included), one
   process, no store;
 - extract + tag: the same, then every kernel assessed against the whole catalog (the
   conditions and the data-flow view they read, built from the same parse) — what a mine
