@@ -11,27 +11,16 @@ which calls it makes), so skeletons never walk trees themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import libcst as cst
 
-from skel.kernels.tree import call_args, children, dotted, keyword_arg
+from skel.kernels.tree import call_args, children, dotted, keyword_arg, walk
 
 _NOT_VARS = {"tl", "triton", "None", "True", "False"}
 _AUG_OPS = {cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=", cst.DivideAssign: "/=",
             cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%="}
 Node = cst.CSTNode
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """``node`` and everything below it, in source order."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        kids = children(n)
-        kids.reverse()
-        stack.extend(kids)
 
 
 def call_name(node: cst.Call) -> str:

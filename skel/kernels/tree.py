@@ -9,7 +9,7 @@ are skipped: they hold no names, calls or literals.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Iterator
+from typing import Iterator
 
 import libcst as cst
 
@@ -122,13 +122,12 @@ class Walker:
             leave(node)
 
 
-def iter_nodes(nodes: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
-    """Every node below each of ``nodes`` (themselves included), in source order."""
-    for root in nodes:
-        stack = [root]
-        while stack:
-            n = stack.pop()
-            yield n
-            kids = children(n)
-            kids.reverse()
-            stack.extend(kids)
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and everything below it, in source order."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        kids = children(n)
+        kids.reverse()
+        stack.extend(kids)
