@@ -5,14 +5,13 @@
 - ``triton``: the Triton extractor (libcst) that fills it, positions included;
 - ``flow``: the data-flow view (how names chain into a load's address, a mask or a
   ``tl.dot`` operand), built from the extractor's own tree;
-- ``dtypes``: the one place dtypes are inferred from code.
+- ``dtypes``: the one place dtypes are inferred from code;
+- ``positions`` and ``tree``: lines and text from one code-generation pass, and cheap walks.
 
 Nothing here imports the skeletons, the store or any stage above it.
 """
 
 from __future__ import annotations
-
-
 
 from functools import lru_cache
 from pathlib import Path
