@@ -12,6 +12,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Kernels run on the CPU through Triton's interpreter unless a GPU run asks otherwise
+# (SKEL_TEST_DEVICE=cuda on the GPU machine). Set before anything imports triton.
+if os.environ.get("SKEL_TEST_DEVICE", "cpu") == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path):

@@ -46,14 +46,16 @@ def test_fixture_expectation(exp):
 
 @pytest.mark.parametrize("sk", SKELETONS, ids=lambda s: s.id)
 def test_doc_example_before_matches_and_after_does_not(sk):
+    """The shown template (derived from the runnable example) shows the technique: some
+    `before` kernel is a match, and some `after` kernel has the technique present."""
     header = "import triton\nimport triton.language as tl\n"
     before = extract_file(header + sk.before)
     after = extract_file(header + sk.after)
     assert before and after, "before/after must each hold a @triton.jit kernel"
-    a = sk.assess(before[0])
-    assert a.present is None and not a.failed, f"`before` does not match: present={a.present} failed={a.failed}"
-    b = sk.assess(after[0])
-    assert b.present is not None, "`after` does not show the technique"
+    judged = [sk.assess(k) for k in before]
+    assert any(a.present is None and not a.failed for a in judged), \
+        f"no `before` kernel matches: {[(a.kernel, a.present, a.failed) for a in judged]}"
+    assert any(sk.assess(k).present is not None for k in after), "no `after` kernel shows the technique"
 
 
 def test_every_marker_names_a_known_skeleton():

@@ -178,8 +178,8 @@ class Skeleton:
     doc: str
     present: Condition
     preconditions: list[Condition]
-    before: str
-    after: str
+    before: str = ""  # derived from skeletons/examples/<id>.py by the registry
+    after: str = ""
     env: Env = field(default_factory=Env)
     helps: tuple[str, ...] = ()  # profile bounds it addresses: memory / compute / latency / occupancy
     status: Status = Status.DRAFT

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from skel.errors import NotFoundError, SkeletonError
 from skel.skeletons.base import Skeleton, validate
+from skel.skeletons.examples import template
 
 CATALOG_PACKAGE = "skel.skeletons.catalog"
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
@@ -32,6 +33,9 @@ def all_skeletons() -> tuple[Skeleton, ...]:
         sk.module = mod.__name__
         if not sk.doc:
             sk.doc = mod.__doc__ or ""
+        shown = template(sk.id)  # the runnable pair, when it has one, is the template shown
+        if shown is not None:
+            sk.before, sk.after = shown.before, shown.after
         validate(sk)
         if info.name != sk.id.replace("-", "_"):
             raise SkeletonError(f"{mod.__name__}: module name must be the id with underscores ({sk.id})")

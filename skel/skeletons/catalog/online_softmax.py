@@ -137,35 +137,4 @@ SKELETON = Skeleton(
     preconditions=[MAX_PASS_THEN_EXP_PASS],
     env=Env(),
     helps=("memory",),
-    before='''
-@triton.jit
-def logsumexp_kernel(x_ptr, lse_ptr, stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    x_ptr += row * stride
-    offs = tl.arange(0, BLOCK)
-    m = float("-inf")
-    for start in range(0, n_cols, BLOCK):
-        x = tl.load(x_ptr + start + offs, mask=start + offs < n_cols, other=float("-inf")).to(tl.float32)
-        m = tl.maximum(m, tl.max(x, axis=0))
-    l = 0.0
-    for start in range(0, n_cols, BLOCK):
-        x = tl.load(x_ptr + start + offs, mask=start + offs < n_cols, other=float("-inf")).to(tl.float32)
-        l += tl.sum(tl.exp(x - m), axis=0)
-    tl.store(lse_ptr + row, m + tl.log(l))
-''',
-    after='''
-@triton.jit
-def logsumexp_kernel(x_ptr, lse_ptr, stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    x_ptr += row * stride
-    offs = tl.arange(0, BLOCK)
-    m = float("-inf")
-    l = 0.0
-    for start in range(0, n_cols, BLOCK):
-        x = tl.load(x_ptr + start + offs, mask=start + offs < n_cols, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    tl.store(lse_ptr + row, m + tl.log(l))
-''',
 )

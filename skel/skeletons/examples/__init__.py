@@ -1,0 +1,86 @@
+"""Runnable before → after pairs, one module per skeleton (mirroring ``catalog/``).
+
+Each module here is a problem in skel's **harness format** (the same format ``skel verify``
+accepts for a user's kernels, documented in the README) with two launchers, ``before`` and
+``after``. The template that ``skel skeletons show`` and ``skel suggest`` display is *derived
+from this file*, so a template shown is always one that ran:
+
+- every top-level function or ``@triton.jit`` kernel whose name starts with ``before`` is the
+  "before" side, every one starting with ``after`` the "after" side; in the template the
+  prefix is dropped (``before_kernel`` and ``after_kernel`` both show as ``kernel``), so the
+  diff between the two is the change the skeleton makes;
+- everything else (inputs, reference, shared helpers) is harness and is not shown.
+
+This package only *reads* the files (as text); importing one runs Triton and torch, which is
+the verifier's business. Nothing in the catalog imports an example.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+EXAMPLES_DIR = Path(__file__).parent
+SIDES = ("before", "after")
+
+
+def example_path(skeleton_id: str) -> Path:
+    return EXAMPLES_DIR / f"{skeleton_id.replace('-', '_')}.py"
+
+
+def module_name(skeleton_id: str) -> str:
+    return f"{__name__}.{skeleton_id.replace('-', '_')}"
+
+
+@dataclass(frozen=True)
+class Template:
+    """The shown template of one skeleton: each side's source (prefix dropped) and the diff."""
+
+    before: str
+    after: str
+    path: Path
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(self.before.splitlines(), self.after.splitlines(), "before", "after",
+                                     lineterm="", n=3)
+        return "\n".join(lines)
+
+
+def _strip_prefix(src: str, side: str, names: list[str]) -> str:
+    for name in names:
+        short = name[len(side):].lstrip("_") or "launch"
+        src = re.sub(rf"\b{re.escape(name)}\b", short, src)
+    return src
+
+
+def _side(tree: ast.Module, lines: list[str], side: str) -> str:
+    chunks: list[str] = []
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.Assign)):
+            name = node.name if isinstance(node, ast.FunctionDef) else \
+                next((t.id for t in node.targets if isinstance(t, ast.Name)), "")
+            if not name.startswith(side):
+                continue
+            start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+            chunks.append("\n".join(lines[start - 1:node.end_lineno]))
+            names.append(name)
+    # longest names first so `before_kernel_inner` is not half-rewritten by `before_kernel`
+    return _strip_prefix("\n\n\n".join(chunks), side, sorted(names, key=len, reverse=True))
+
+
+@lru_cache(maxsize=None)
+def template(skeleton_id: str) -> Template | None:
+    """The template derived from the skeleton's example, or None when it has no example."""
+    path = example_path(skeleton_id)
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    before, after = (_side(tree, lines, side) for side in SIDES)
+    return Template(before=before, after=after, path=path)
