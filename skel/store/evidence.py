@@ -1,0 +1,112 @@
+"""Verification evidence: one typed record per run of ``skel verify`` (or of a skeleton's
+example pair), stored in the knowledge base and shipped with the package.
+
+A record says what ran (skeleton, kernel, shapes, dtypes), where (device, compute
+capability, torch/Triton/driver versions), what came out (max error per output, speedup
+median and spread, the noise floor measured in the same run, the timing method) and the
+verdict. Statuses (``validated``, ``refuted`` ...) are computed from these records, never
+written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+#: What a run can conclude, from the first stage that decides it:
+VERDICTS = (
+    "not-applied",  # the candidate does not parse, or does not show the skeleton's technique
+    "no-op",  # the candidate compiles to the same machine code as the original
+    "failed",  # the candidate does not compile or launch (message in ``detail``)
+    "wrong",  # different results from the reference (or a cheat caught)
+    "tests-failed",  # the project's own tests fail with the candidate
+    "correct",  # same results; not timed (no GPU, or a check-only run)
+    "slower",  # same results, slower beyond the noise floor
+    "no-effect",  # same results, difference inside the noise floor
+    "faster",  # same results, faster beyond the noise floor
+)
+SUBJECTS = ("example", "suite", "replay", "user")
+
+
+@dataclass
+class ShapeResult:
+    """One shape and dtype of a timed run."""
+
+    shape: str  # "M=4096,N=32768"
+    dtype: str
+    speedup: float | None = None  # original time / candidate time (median)
+    spread: float | None = None  # half the interquartile range of the ratio
+    original_ms: float | None = None
+    candidate_ms: float | None = None
+    max_error: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Verification:
+    skeleton: str  # skeleton id; "" for a user's change not tied to one
+    kernel: str  # "repo/path.py::function", or "file:<sha1 of the original file>"
+    verdict: str  # one of VERDICTS
+    subject: str = "user"  # one of SUBJECTS: the skeleton's own example, a suite kernel, a replayed pair
+    date: str = ""  # ISO 8601
+    device: str | None = None  # "NVIDIA H200", "cpu (TRITON_INTERPRET=1)"
+    cc: int | None = None  # compute capability as an int (90)
+    backend: str | None = None  # "cuda" | "rocm" | "cpu"
+    torch: str | None = None
+    triton: str | None = None
+    driver: str | None = None
+    shapes: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    max_error: dict[str, float] = field(default_factory=dict)  # per output, worst over shapes
+    speedup: float | None = None  # geometric mean over the timed shapes
+    spread: float | None = None
+    noise: float | None = None  # the original timed against itself in the same run
+    timing: str | None = None  # how it was timed ("interleaved do_bench, L2 flushed", "compile count")
+    per_shape: list[ShapeResult] = field(default_factory=list)
+    detail: str = ""  # one line: what decided the verdict
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}; one of {', '.join(VERDICTS)}")
+        if self.subject not in SUBJECTS:
+            raise ValueError(f"unknown subject {self.subject!r}; one of {', '.join(SUBJECTS)}")
+        self.per_shape = [s if isinstance(s, ShapeResult) else ShapeResult(**s) for s in self.per_shape]
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict in ("correct", "slower", "no-effect", "faster")
+
+    @property
+    def key(self) -> str:
+        """One record per (skeleton, kernel, subject, device, triton): a rerun replaces it."""
+        return "|".join([self.skeleton, self.kernel, self.subject, self.device or "", self.triton or ""])
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verification":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    # chroma metadata is flat and holds no nulls: nested values travel as JSON
+    def to_metadata(self) -> dict[str, Any]:
+        md: dict[str, Any] = {}
+        for k, v in self.to_dict().items():
+            if v is None:
+                continue
+            md[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
+        return md
+
+    @classmethod
+    def from_metadata(cls, md: dict[str, Any]) -> "Verification":
+        d: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in md:
+                continue
+            v = md[f.name]
+            if f.name in ("shapes", "dtypes", "max_error", "per_shape") and isinstance(v, str):
+                v = json.loads(v)
+            d[f.name] = v
+        return cls(**d)
