@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from skel.miner.sources import Source
     from skel.retriever.suggest import KernelResult
     from skel.skeletons.base import Skeleton, Target
-    from skel.store.knowledge import EvidenceRecord, KnowledgeBase, SourceRecord
+    from skel.skeletons.status import StatusReport
+    from skel.store.knowledge import KnowledgeBase, SourceRecord
 
 Progress = Callable[[int, int, str], None]  # (done, total, label), label "store" while storing
 
@@ -39,21 +40,23 @@ class SkeletonSummary:
     title: str
     summary: str
     category: str
-    status: str
+    status: str  # computed from verification evidence for the target environment
+    verified: str  # what the evidence says, one line
 
 
 @dataclass
 class SkeletonEvidence:
-    """What the knowledge base holds for one skeleton."""
+    """What the knowledge base holds for one skeleton: mined uses (None without a store)
+    and its status, computed from the verification runs (shipped and the store's)."""
 
-    kernels: int  # mined kernels using it
+    kernels: int | None  # mined kernels using it
     sources: list[str]  # the repositories they come from
     examples: list[str]  # up to five of them, as source@version:file:line:function
-    verified: list[EvidenceRecord]
+    status: StatusReport
 
     def to_dict(self) -> dict[str, Any]:
         return {"kernels": self.kernels, "sources": self.sources, "examples": self.examples,
-                "verified": [v.to_dict() for v in self.verified]}
+                "verification": self.status.to_dict()}
 
 
 @dataclass
@@ -151,29 +154,49 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
 
 # --- the catalog -------------------------------------------------------------------------
 
-def list_skeletons(category: str | None = None) -> list[SkeletonSummary]:
-    """Every skeleton, by id; ``category`` keeps those whose category contains it
-    (case-insensitive), so "memory" or "fusion" is enough."""
+def _runs(kb: KnowledgeBase | None) -> dict[str, list]:
+    """Verification runs by skeleton: the shipped ones, then the store's."""
+    from skel.store.evidence import merge_evidence, shipped_verifications
+
+    return kb.evidence_by_skeleton() if kb is not None else merge_evidence(shipped_verifications())
+
+
+def list_skeletons(category: str | None = None, *, store: str | None = None,
+                   target: Target | None = None) -> list[SkeletonSummary]:
+    """Every skeleton, by id, with its status for ``target`` (default: the installed
+    Triton); ``category`` keeps those whose category contains it (case-insensitive), so
+    "memory" or "fusion" is enough."""
     from skel.skeletons.registry import all_skeletons
+    from skel.skeletons.status import status_of
 
-    return [SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
-                            status=s.status.value)
-            for s in all_skeletons() if not category or category.lower() in s.category.value]
+    target = target or parse_target(None, None, None)
+    runs = _runs(open_store(store, create=False))
+    out = []
+    for s in all_skeletons():
+        if category and category.lower() not in s.category.value:
+            continue
+        report = status_of(runs.get(s.id, []), target)
+        out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
+                                   status=report.status.value, verified=report.line))
+    return out
 
 
-def show(skeleton_id: str, *, store: str | None = None) -> tuple[Skeleton, SkeletonEvidence | None]:
-    """One skeleton and its evidence in the store (None when there is no store). An
-    unknown id raises NotFoundError before any store is opened."""
+def show(skeleton_id: str, *, store: str | None = None,
+         target: Target | None = None) -> tuple[Skeleton, SkeletonEvidence]:
+    """One skeleton, its mined uses in the store (``kernels`` None when there is no
+    store) and its status for ``target`` from the verification runs. An unknown id raises
+    NotFoundError before any store is opened."""
     from skel.skeletons.registry import get
+    from skel.skeletons.status import status_of
 
     s = get(skeleton_id)
     kb = open_store(store, create=False)
+    report = status_of(_runs(kb).get(s.id, []), target or parse_target(None, None, None))
     if kb is None:
-        return s, None
+        return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report)
     technique = kb.stats().of(s.id)
     return s, SkeletonEvidence(kernels=technique.kernels, sources=technique.sources,
-                               examples=[r.location for r in kb.using(s.id, limit=5)],
-                               verified=kb.evidence(s.id))
+                               examples=[r.location for r in kb.using(s.id, limit=5)], status=report)
 
 
 # --- mine --------------------------------------------------------------------------------

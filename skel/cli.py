@@ -19,6 +19,16 @@ STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chr
               "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store.")
 
 
+def target_options(f):
+    """--backend/--arch/--triton: the environment suggestions and statuses are for."""
+    f = click.option("--triton", "triton_version", metavar="X.Y.Z",
+                     help="Target Triton version (default: the installed one).")(f)
+    f = click.option("--arch", metavar="smNN", help="Target architecture, e.g. sm80, sm90, sm100.")(f)
+    f = click.option("--backend", type=click.Choice(["cuda", "rocm"]),
+                     help="Target backend (unknown: no filtering, caveats shown).")(f)
+    return f
+
+
 class _Skel(click.Group):
     """The root group: every failure leaves as exactly one line on stderr and exit 2.
 
@@ -148,10 +158,7 @@ def mine(path, package, source, version, rev, jobs, store, as_json, no_progress)
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),
               help="What the profile says limits the kernel; ranks techniques that address it first.")
-@click.option("--backend", type=click.Choice(["cuda", "rocm"]),
-              help="Target backend (unknown: no filtering, caveats shown).")
-@click.option("--arch", metavar="smNN", help="Target architecture, e.g. sm80, sm90, sm100.")
-@click.option("--triton", "triton_version", metavar="X.Y.Z", help="Target Triton version (default: the installed one).")
+@target_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
@@ -188,9 +195,12 @@ def skeletons() -> None:
 @skeletons.command("list")
 @click.option("--category", help="Only this category (substring match).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def skeletons_list(category, as_json):
-    """List every skeleton: id — summary."""
-    items = api.list_skeletons(category)
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@target_options
+def skeletons_list(category, as_json, store, backend, arch, triton_version):
+    """List every skeleton: id, category, status (computed from verification runs in the
+    target environment), summary."""
+    items = api.list_skeletons(category, store=store, target=api.parse_target(backend, arch, triton_version))
     if as_json:
         from dataclasses import asdict
 
@@ -198,8 +208,8 @@ def skeletons_list(category, as_json):
         return
     from skel.tables import table
 
-    click.echo(table(["id", "category", "summary"], [[s.id, s.category, s.summary] for s in items],
-                     max_width=120))
+    click.echo(table(["id", "status", "category", "summary"],
+                     [[s.id, s.status, s.category, s.summary] for s in items], max_width=140))
 
 
 @skeletons.command("show")
@@ -207,13 +217,14 @@ def skeletons_list(category, as_json):
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
-def skeletons_show(skeleton_id, fmt, as_json, store):
+@target_options
+def skeletons_show(skeleton_id, fmt, as_json, store, backend, arch, triton_version):
     """Show one skeleton: documentation, conditions, template, and its evidence in the
     knowledge base (mined kernels using it, verification results) when there is one."""
     from skel.skeletons.docs import render_skeleton
 
-    s, evidence = api.show(skeleton_id, store=store)
-    click.echo(render_skeleton(s, "json" if as_json else fmt, evidence.to_dict() if evidence else None), nl=False)
+    s, evidence = api.show(skeleton_id, store=store, target=api.parse_target(backend, arch, triton_version))
+    click.echo(render_skeleton(s, "json" if as_json else fmt, evidence.to_dict()), nl=False)
 
 
 # --- store -------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ import pytest
 from conftest import write
 from skel import api
 from skel.errors import InputError, NotFoundError, StoreError, SuggestError, UsageError
-from skel.store.knowledge import EvidenceRecord, KnowledgeBase, default_location
+from skel.skeletons.base import Target
+from skel.store.evidence import Verification
+from skel.store.knowledge import KnowledgeBase, default_location
 
 from test_cli import FP32_DOT
 
@@ -90,18 +92,24 @@ def test_list_skeletons_and_category_filter():
 
 def test_show_with_and_without_a_store(mined):
     s, evidence = api.show(TF32)
-    assert s.id == TF32 and evidence is None  # no default store in this test's SKEL_HOME
+    assert s.id == TF32 and evidence.kernels is None  # no default store in this test's SKEL_HOME
     s, evidence = api.show(TF32, store=mined)
-    assert (evidence.kernels, evidence.sources, evidence.verified) == (1, ["demo"], [])
+    assert (evidence.kernels, evidence.sources) == (1, ["demo"])
     assert evidence.examples == ["demo@1.0:k.py:5:solve_kernel"]
 
 
-def test_show_lists_verification_records(mined):
+def test_show_computes_status_from_the_store_runs(mined):
     kb = KnowledgeBase.open(mined, create=False)
-    kb.add_evidence("e1", EvidenceRecord(TF32, passed=True, speedup=1.4, device="H200"))
-    _, evidence = api.show(TF32, store=mined)
-    assert evidence.verified == [EvidenceRecord(TF32, passed=True, speedup=1.4, device="H200")]
-    assert evidence.to_dict()["verified"] == [{"skeleton": TF32, "passed": True, "speedup": 1.4, "device": "H200"}]
+    run = dict(skeleton=TF32, subject="suite", kernel="suite/mm.py::mm", date="2026-12-01",
+               device="NVIDIA H200", cc=90, backend="cuda", triton="3.6.0")
+    kb.add_verification(Verification(verdict="faster", speedup=1.4, **run))
+    target = Target(backend="cuda", cc=90, triton="3.6.0")
+    _, evidence = api.show(TF32, store=mined, target=target)
+    assert evidence.status.status.value == "validated"
+    assert evidence.to_dict()["verification"]["line"].startswith("1.40x on NVIDIA H200")
+    kb.add_verification(Verification(verdict="wrong", detail="NaN in out0", **(run | {"kernel": "k2"})))
+    _, evidence = api.show(TF32, store=mined, target=target)
+    assert evidence.status.status.value == "refuted" and "NaN in out0" in evidence.status.line
 
 
 def test_show_unknown_id_is_not_found_before_any_store_is_opened(tmp_path):

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from skel.store.knowledge import EvidenceRecord, KnowledgeBase, StoreError
+from skel.store.evidence import ShapeResult, Verification
+from skel.store.knowledge import KnowledgeBase, StoreError
 
 
 def test_schema_version_is_recorded_and_checked(tmp_path):
@@ -43,20 +44,39 @@ def test_corrupt_store(tmp_path):
         KnowledgeBase.open(str(d))
 
 
-def test_evidence_round_trip(kb):
-    rec = EvidenceRecord("online-softmax", passed=True, speedup=1.9, spread=0.05, device="H200")
-    kb.add_evidence("e1", rec)
-    (ev,) = kb.evidence("online-softmax")
-    assert ev == rec and ev.kernel is None
+def _run(skeleton="online-softmax", **kw):
+    base = dict(skeleton=skeleton, kernel="examples/x.py::k", verdict="faster", subject="example",
+                date="2026-12-01", device="NVIDIA H200", cc=90, backend="cuda", triton="3.6.0",
+                speedup=1.9, spread=0.05, noise=0.02, shapes=["M=1,N=2"], dtypes=["float32"],
+                max_error={"out0": 1e-6}, per_shape=[ShapeResult("M=1,N=2", "float32", 1.9, 0.05)])
+    base.update(kw)
+    return Verification(**base)
 
 
-def test_evidence_reads_records_with_unknown_or_missing_keys(kb):
-    """What is on disk is flat metadata: a writer's extra keys are ignored, missing ones
-    read as unknown (a record with no `passed` did not pass)."""
-    kb._col("evidence").upsert(ids=["old"], embeddings=[[1.0]],
-                               metadatas=[{"skeleton": "online-softmax", "speedup": 2, "note": "x"}])
-    (ev,) = kb.evidence("online-softmax")
-    assert ev == EvidenceRecord("online-softmax", passed=False, speedup=2.0)
+def test_verification_round_trip(kb):
+    rec = _run()
+    kb.add_verification(rec)
+    (got,) = kb.verifications("online-softmax")
+    assert got == rec
+
+
+def test_a_rerun_replaces_the_earlier_record(kb):
+    kb.add_verification(_run(speedup=1.2))
+    kb.add_verification(_run(speedup=1.3))
+    assert [r.speedup for r in kb.verifications()] == [1.3]
+
+
+def test_verification_reads_records_with_unknown_keys(kb):
+    """What is on disk is flat metadata: a writer's extra keys are ignored."""
+    md = _run().to_metadata() | {"note": "from a newer writer"}
+    kb._col("verifications").upsert(ids=["new"], embeddings=[[1.0]], metadatas=[md])
+    (got,) = kb.verifications("online-softmax")
+    assert got.speedup == 1.9 and got.per_shape[0].shape == "M=1,N=2"
+
+
+def test_a_bad_verdict_is_refused():
+    with pytest.raises(ValueError, match="unknown verdict"):
+        _run(verdict="great")
 
 
 def test_stats_are_typed_and_keep_their_on_disk_shape(tmp_path, kb, hash_embedder):
@@ -151,9 +171,8 @@ def test_unreachable_server_is_a_clear_error():
 
 
 def test_evidence_by_skeleton_groups_every_record(kb):
-    kb.add_evidence("e1", EvidenceRecord("online-softmax", passed=True, speedup=1.9))
-    kb.add_evidence("e2", EvidenceRecord("online-softmax", passed=True, speedup=1.1))
-    kb.add_evidence("e3", EvidenceRecord("split-k-reduction", passed=False, speedup=0.9))
+    kb.add_verification(_run(kernel="a"))
+    kb.add_verification(_run(kernel="b"))
+    kb.add_verification(_run("split-k-reduction", verdict="slower", speedup=0.9))
     grouped = kb.evidence_by_skeleton()
-    assert sorted(len(v) for v in grouped.values()) == [1, 2]
-    assert grouped["split-k-reduction"][0].passed is False
+    assert len(grouped["online-softmax"]) >= 2 and grouped["split-k-reduction"][-1].verdict == "slower"

@@ -22,18 +22,9 @@ def _evidence_line(s: Suggestion) -> str:
     return f"used by {s.occurrences} mined kernel{'s' if s.occurrences != 1 else ''} in {where}"
 
 
-def _verified_line(s: Suggestion) -> str | None:
-    if not s.verified:
-        return None
-    parts = []
-    for v in s.verified[:2]:
-        parts.append(f"{_known(v.speedup)}x ±{_known(v.spread)} on {_known(v.device)} "
-                     f"({'parity ok' if v.passed else 'FAILED'})")
-    return "; ".join(parts)
-
-
-def _known(value: object) -> object:
-    return "?" if value is None else value
+def _verified_line(s: Suggestion) -> str:
+    """What the verification runs say, in one line ("validated: 1.42x on NVIDIA H200, Triton 3.6: 3 kernels")."""
+    return f"{s.status}: {s.verification.line}"
 
 
 def text(results: list[KernelResult], show_template: bool = True) -> str:
@@ -65,9 +56,7 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
                 sim = f"  similarity {loc.similarity:.2f}" if loc.similarity is not None else ""
                 tests = f"  tests: {', '.join(loc.tests)}" if loc.tests else ""
                 out.append(f"       - {loc}{sim}{tests}")
-            v = _verified_line(s)
-            if v:
-                out.append(f"     verified: {v}")
+            out.append(f"     verified: {_verified_line(s)}")
             comps = " ".join(f"{k}={v:.2f}" for k, v in s.components.items())
             out.append(f"     rank: {comps}")
             if show_template:
@@ -99,9 +88,7 @@ def markdown(results: list[KernelResult]) -> str:
             out.append("")
             out.append(f"**Evidence**: {_evidence_line(s)}")
             out.extend(f"- `{loc.source}` `{loc.file}:{loc.line}` `{loc.function}`" for loc in s.evidence)
-            v = _verified_line(s)
-            if v:
-                out.append(f"- verified: {v}")
+            out.append(f"- verified: {_verified_line(s)}")
             out.append("")
             out.append("```diff")
             out.append(template_diff(s))

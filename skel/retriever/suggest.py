@@ -19,7 +19,12 @@
                      about this kernel than ones that hold for every other kernel (the
                      IDF of a suggestion);
    - ``bound``:      the technique addresses the profile's bottleneck (``--bound``);
-   - ``verified``:   verification evidence exists and showed a speedup.
+   - ``evidence``:   what verification runs in the target environment measured
+                     (``skel.skeletons.status.evidence_score``): validated speedups lift,
+                     no-effect sinks, unverified sits between.
+
+   A skeleton *refuted* in the target environment (wrong results, fails to launch, or
+   slower there) is never ranked above one that is not, and carries a warning saying so.
 
    The components are reported with every suggestion so a reader can see why it ranks.
 """
@@ -34,7 +39,9 @@ from typing import TYPE_CHECKING
 
 from skel.errors import SuggestError
 from skel.skeletons.base import BOUNDS, Target
-from skel.store.knowledge import EvidenceRecord, Stats
+from skel.skeletons.status import StatusReport, evidence_score, status_of
+from skel.store.evidence import merge_evidence, shipped_verifications
+from skel.store.knowledge import Stats
 
 if TYPE_CHECKING:
     from skel.embed import Embedder
@@ -46,8 +53,10 @@ if TYPE_CHECKING:
 # num_stages) that fire on most kernels above specific ones. `specificity` is evidence
 # about *this* kernel (how many precondition facts it matched, with lines). So the
 # kernel-independent prior gets the smaller weight and the kernel's own evidence the larger.
-WEIGHTS = {"support": 0.3, "facts": 0.2, "prevalence": 0.05, "specificity": 0.1, "rarity": 0.15,
-           "bound": 0.15, "verified": 0.05}
+# Measured evidence outweighs any single structural signal: a technique that measured
+# ~1.0x on the GPU should not lead a list because it is common in mined code.
+WEIGHTS = {"support": 0.2, "facts": 0.15, "prevalence": 0.05, "specificity": 0.1, "rarity": 0.1,
+           "bound": 0.1, "evidence": 0.3}
 NEIGHBOURS = 40
 
 
@@ -79,7 +88,7 @@ class Suggestion:
     evidence: list[Location]
     occurrences: int
     sources: list[str]
-    verified: list[EvidenceRecord]
+    verification: StatusReport  # status computed from the runs in the target environment
     before: str
     after: str
 
@@ -99,7 +108,7 @@ class KernelResult:
     def to_dict(self) -> dict:
         d = asdict(self)
         for s, sd in zip(self.suggestions, d["suggestions"]):
-            sd["verified"] = [v.to_dict() for v in s.verified]  # known fields only
+            sd["verification"] = s.verification.to_dict()
         return d
 
 
@@ -192,8 +201,8 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     sims = [(n, max(0.0, 1.0 - (n.distance or 0.0))) for n in neighbours]
     sim_total = sum(s for _, s in sims) or 1.0
 
-    # one read of the verification evidence for all skeletons, not one query per candidate
-    verified_by_id = kb.evidence_by_skeleton() if kb is not None else {}
+    # one read of the verification evidence (shipped runs + this store's) for all skeletons
+    runs_by_id = kb.evidence_by_skeleton() if kb is not None else merge_evidence(shipped_verifications())
     out: list[Suggestion] = []
     users_by_id: dict[str, list] = {}
     for a in candidates:
@@ -211,28 +220,34 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
             bound_score = 1.0 if bound in a.skeleton.helps else 0.0
-        verified = verified_by_id.get(sid, [])
-        good = [v for v in verified if v.passed and (v.speedup or 0.0) > 1.0]
+        report = status_of(runs_by_id.get(sid, []), target)
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score,
-                      "verified": 1.0 if good else 0.0}
+                      "evidence": evidence_score(report)}
         score = sum(WEIGHTS[c] * v for c, v in components.items())
 
         users_by_id[sid] = users
         out.append(Suggestion(
             id=sid, title=a.skeleton.title, summary=a.skeleton.summary,
-            category=a.skeleton.category.value, status=a.skeleton.status.value, score=round(score, 4),
+            category=a.skeleton.category.value, status=report.status.value, score=round(score, 4),
             components={c: round(v, 3) for c, v in components.items()},
-            why=[str(h) for h in a.matched], caveats=a.env_notes, evidence=[],
-            occurrences=count, sources=technique.sources, verified=verified,
+            why=[str(h) for h in a.matched], caveats=a.env_notes + _warnings(report), evidence=[],
+            occurrences=count, sources=technique.sources, verification=report,
             before=a.skeleton.before.strip("\n"), after=a.skeleton.after.strip("\n"),
         ))
-    out.sort(key=lambda s: (-s.score, s.id))
+    out.sort(key=lambda s: (s.status == "refuted", -s.score, s.id))
     result.suggestions = out[:k]
     if kb is not None and total:  # locations only for what is shown: they may cost store reads
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)
     return result
+
+
+def _warnings(report: StatusReport) -> list[str]:
+    from skel.skeletons.base import Status
+
+    head = [f"REFUTED here: {report.line}"] if report.status is Status.REFUTED else []
+    return head + [w for w in report.warnings if not head or w not in report.line][:3]
 
 
 def _locations(users: list[tuple[KernelRecord, float]], kb: KnowledgeBase, sid: str,

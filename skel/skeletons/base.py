@@ -43,9 +43,14 @@ class Category(str, Enum):
 
 
 class Status(str, Enum):
-    DRAFT = "draft"  # mined or written, not yet verified by skel
-    VALIDATED = "validated"  # verified (same results, measured speedup) on this environment
-    STALE = "stale"  # validated once, but its environment (Triton, arch) has drifted
+    """Computed from verification evidence by ``skel.skeletons.status``, never written in a module."""
+
+    VALIDATED = "validated"  # pays beyond noise on a kernel other than its own example, here
+    DEMONSTRATED = "demonstrated"  # pays on its own example only
+    NO_EFFECT = "no-effect"  # every timed run inside the noise floor
+    REFUTED = "refuted"  # wrong, fails to launch, or slower, here
+    STALE = "stale"  # verified here, but on another Triton version than the target's
+    DRAFT = "draft"  # no run in this environment
 
 
 BOUNDS = ("memory", "compute", "latency", "occupancy")
@@ -182,7 +187,6 @@ class Skeleton:
     after: str = ""
     env: Env = field(default_factory=Env)
     helps: tuple[str, ...] = ()  # profile bounds it addresses: memory / compute / latency / occupancy
-    status: Status = Status.DRAFT
     module: str = ""
 
     def assess(self, k: "KernelFacts", target: Target | None = None) -> Assessment:
@@ -231,8 +235,6 @@ def validate(s: Skeleton) -> None:
         problems.append("summary longer than 120 characters")
     if not isinstance(s.category, Category):
         problems.append("category is not a Category")
-    if not isinstance(s.status, Status):
-        problems.append("status is not a Status")
     if not s.preconditions:
         problems.append("no preconditions (use conditions.ALWAYS only if it truly applies to any kernel)")
     if s.present is None or s.present is ALWAYS:

@@ -24,15 +24,36 @@ def conditions(s: Skeleton) -> dict[str, object]:
 def as_dict(s: Skeleton) -> dict[str, object]:
     return {
         "id": s.id, "title": s.title, "summary": s.summary, "category": s.category.value,
-        "status": s.status.value, "doc": doc_sections(s.doc), "conditions": conditions(s),
+        "doc": doc_sections(s.doc), "conditions": conditions(s),
         "before": s.before.strip("\n"), "after": s.after.strip("\n"),
     }
 
 
+def _run_line(r: dict) -> str:
+    """One verification run, for people."""
+    timed = ""
+    if r.get("speedup") is not None:
+        timed = f" {r['speedup']:.2f}x"
+        if r.get("spread") is not None:
+            timed += f" ±{r['spread']:.2f}"
+        if r.get("noise") is not None:
+            timed += f" (noise {r['noise']:.2f})"
+    err = ", ".join(f"{k} {v:.1e}" for k, v in (r.get("max_error") or {}).items())
+    where = ", ".join(x for x in [r.get("device"), f"Triton {r['triton']}" if r.get("triton") else None] if x)
+    detail = f" — {r['detail']}" if r.get("detail") else ""
+    return (f"- {r['verdict']}{timed}: {r['subject']} `{r['kernel']}` on {where}"
+            + (f"; max error {err}" if err else "") + detail)
+
+
 def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None) -> str:
-    """``evidence``: what the knowledge base holds for it (None when there is no store)."""
+    """``evidence``: ``SkeletonEvidence.to_dict()`` — mined uses (``kernels`` None when
+    there is no store) and ``verification``, the status computed from its runs."""
+    evidence = evidence or {"kernels": None, "sources": [], "examples": [], "verification": None}
+    ver = evidence.get("verification") or {"status": "draft", "line": "not verified", "records": [],
+                                           "warnings": []}
     if fmt == "json":
         d = as_dict(s)
+        d["status"] = ver["status"]
         d["evidence"] = evidence
         return json.dumps(d, indent=2) + "\n"
     sections = doc_sections(s.doc)
@@ -40,7 +61,7 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     md = fmt == "markdown"
     h = "## " if md else ""
     out = [f"{'# ' if md else ''}{s.id} — {s.title}", "", s.summary, "",
-           f"category: {s.category.value}   status: {s.status.value}", ""]
+           f"category: {s.category.value}   status: {ver['status']} — {ver['line']}", ""]
     for heading in DOC_HEADINGS[:-1]:
         out += [f"{h}{heading}", sections.get(heading, ""), ""]
     out += [f"{h}Conditions", f"- already present when: {c['present']}"]
@@ -57,13 +78,15 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     out += ["", f"{h}Example: before", "```python" if md else "", s.before.strip("\n"), "```" if md else "",
             f"{h}Example: after", "```python" if md else "", s.after.strip("\n"), "```" if md else "",
             f"{h}References", sections.get("References", ""), ""]
-    out += [f"{h}Evidence"]
-    if evidence is None:
+    out += [f"{h}Verification", f"status: {ver['status']} — {ver['line']}"]
+    out += [f"- warning: {w}" for w in ver.get("warnings", [])]
+    out += [_run_line(r) for r in ver.get("records", [])] or ["- no run in this environment"]
+    out += ["", f"{h}Evidence"]
+    if evidence.get("kernels") is None:
         out += ["no knowledge base yet (run `skel mine`)", ""]
     else:
         where = ", ".join(evidence["sources"]) or "no source"
         out += [f"{evidence['kernels']} mined kernels use it ({where})"]
         out += [f"- {loc}" for loc in evidence["examples"]]
-        out += [f"- verified: {v}" for v in evidence["verified"]] or ["- not verified yet"]
         out += [""]
     return "\n".join(line for line in out if line is not None) + "\n"

@@ -11,6 +11,8 @@ written by hand.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
+from pathlib import Path
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -110,3 +112,34 @@ class Verification:
                 v = json.loads(v)
             d[f.name] = v
         return cls(**d)
+
+
+#: Runs made on the GPU machine by ``benchmarks/verify_catalog.py`` and
+#: ``benchmarks/verify_suite.py``, shipped so a new user sees statuses without a GPU.
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "verifications.jsonl"
+
+
+@lru_cache(maxsize=4)
+def shipped_verifications(path: Path = SHIPPED) -> tuple[Verification, ...]:
+    if not path.is_file():
+        return ()
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(Verification.from_dict(json.loads(line)))
+            except (ValueError, TypeError) as exc:  # a damaged data file must say where
+                raise ValueError(f"{path}:{n}: not a verification record: {exc}") from exc
+    return tuple(out)
+
+
+def merge_evidence(*groups: "list[Verification] | tuple[Verification, ...]") -> dict[str, list[Verification]]:
+    """Group runs by skeleton; a later group's run replaces an earlier one with the same key."""
+    by_key: dict[str, Verification] = {}
+    for group in groups:
+        for rec in group:
+            by_key[rec.key] = rec
+    out: dict[str, list[Verification]] = {}
+    for rec in by_key.values():
+        out.setdefault(rec.skeleton, []).append(rec)
+    return out

@@ -9,8 +9,8 @@ Collections (names prefixed ``skel_``):
   kernels, so it doubles as the commit marker that makes an interrupted mine resumable.
 - ``sources``  — one record per mined repository/package: version, state (mining /
   complete), counts.
-- ``evidence`` — verification results (speedups with spread, parity) — written by the
-  verifier; read by the retriever.
+- ``verifications`` — typed verification runs (``skel.store.evidence.Verification``),
+  written by ``skel verify --record``; read with the runs shipped in the package.
 - ``meta``     — schema version and technique statistics.
 
 Embeddings are always passed explicitly (never chroma's default embedding function,
@@ -20,6 +20,7 @@ constant one-dimensional placeholder.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from skel.errors import StoreError
+from skel.store.evidence import Verification, merge_evidence, shipped_verifications
 
 SCHEMA_VERSION = 1
 _PLACEHOLDER = [1.0]
@@ -108,40 +110,6 @@ class SourceRecord:
     started: float
     finished: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class EvidenceRecord:
-    """One verification run of a skeleton applied to a kernel (written by the verifier).
-
-    Stored flat as chroma metadata under these field names; a field left ``None`` is
-    unknown and is neither stored (chroma metadata holds no nulls) nor shown, and keys this
-    class does not know are ignored on reading, so records written by an older or newer
-    writer still load.
-    """
-
-    skeleton: str
-    passed: bool = False  # the rewritten kernel gave the same results
-    speedup: float | None = None  # before time / after time
-    spread: float | None = None  # +- of the speedup over repeated runs
-    device: str | None = None
-    kernel: str | None = None
-    triton: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The known fields: both the stored metadata and the JSON shape front ends show."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-    @classmethod
-    def from_metadata(cls, md: dict[str, Any]) -> "EvidenceRecord":
-        def num(key: str) -> float | None:
-            return float(md[key]) if md.get(key) is not None else None
-
-        def text(key: str) -> str | None:
-            return str(md[key]) if md.get(key) is not None else None
-
-        return cls(skeleton=md["skeleton"], passed=bool(md.get("passed", False)), speedup=num("speedup"),
-                   spread=num("spread"), device=text("device"), kernel=text("kernel"), triton=text("triton"))
 
 
 @dataclass
@@ -368,20 +336,25 @@ class KnowledgeBase:
         self.put_stats(stats)
         return stats
 
-    # --- evidence (verification results; written by the verifier) ----------------------
-    def add_evidence(self, evidence_id: str, record: EvidenceRecord) -> None:
-        self._col("evidence").upsert(ids=[evidence_id], embeddings=[_PLACEHOLDER], metadatas=[record.to_dict()])
+    # --- verification evidence (typed records written by the verifier) ------------------
+    def add_verification(self, record: Verification) -> str:
+        """Store one run; a rerun of the same (skeleton, kernel, subject, device, Triton)
+        replaces the earlier one. Returns its id."""
+        rid = hashlib.sha1(record.key.encode()).hexdigest()[:20]
+        self._col("verifications").upsert(ids=[rid], embeddings=[_PLACEHOLDER], metadatas=[record.to_metadata()])
+        return rid
 
-    def evidence(self, skeleton_id: str) -> list[EvidenceRecord]:
-        res = self._col("evidence").get(where={"skeleton": skeleton_id}, include=["metadatas"])
-        return [EvidenceRecord.from_metadata(md) for md in res["metadatas"]]
+    def verifications(self, skeleton_id: str | None = None) -> list[Verification]:
+        """Runs stored here (not the shipped ones), oldest first."""
+        where = {"skeleton": skeleton_id} if skeleton_id is not None else None
+        res = self._col("verifications").get(where=where, include=["metadatas"])
+        recs = [Verification.from_metadata(md) for md in res["metadatas"]]
+        return sorted(recs, key=lambda r: r.date)
 
-    def evidence_by_skeleton(self) -> dict[str, list[EvidenceRecord]]:
-        """All verification records, grouped by skeleton id (one read for a whole ranking)."""
-        out: dict[str, list[EvidenceRecord]] = {}
-        for md in self._col("evidence").get(include=["metadatas"])["metadatas"]:
-            out.setdefault(md["skeleton"], []).append(EvidenceRecord.from_metadata(md))
-        return out
+    def evidence_by_skeleton(self) -> dict[str, list[Verification]]:
+        """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
+        shipped one with the same key). One read for a whole ranking."""
+        return merge_evidence(shipped_verifications(), self.verifications())
 
 
 def _file_id(source: str, file: str) -> str:

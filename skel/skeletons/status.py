@@ -1,0 +1,155 @@
+"""A skeleton's status, computed from its verification evidence — never written by hand.
+
+For a target environment (backend, compute capability, Triton version), only runs made
+there count (a run on sm_90 says nothing about sm_80). From those:
+
+- ``refuted``      — the latest run of some pair gave wrong results or failed to launch, or
+                     the skeleton's own example is slower there (a wrong template is a bug
+                     to fix, and until it is fixed, users are told);
+- ``validated``    — same results and a speedup beyond the noise floor of at least
+                     ``VALIDATED_MIN`` on at least one kernel *other than* the skeleton's own
+                     example (a suite kernel or a replayed real before/after pair);
+- ``demonstrated`` — such a speedup only on its own example;
+- ``no-effect``    — every timed run landed inside the noise floor;
+- ``stale``        — it has runs on this hardware, but none on the Triton the user has
+                     (major.minor), so the compiler that made it pay is not the one in use;
+- ``draft``        — no run in this environment.
+
+The one-line summary is what ``skel suggest`` shows per suggestion ("1.42× on NVIDIA H200,
+Triton 3.6: 3 kernels"; "slower on NVIDIA H200 at M=4096,N=32768").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from skel.skeletons.base import Status, Target
+
+if TYPE_CHECKING:
+    from skel.store.evidence import Verification
+
+VALIDATED_MIN = 1.05  # the issue's bar for "it pays", beyond the measured noise floor
+TIMED = ("faster", "slower", "no-effect")
+
+
+def _minor(version: str | None) -> str | None:
+    if not version:
+        return None
+    parts = version.split(".")
+    return ".".join(parts[:2])
+
+
+def in_environment(rec: "Verification", target: Target) -> bool:
+    """Does this run speak for the target? Unknown target facts do not exclude a run."""
+    if rec.backend == "cpu":
+        return False  # the interpreter checks correctness, it says nothing about speed
+    if target.backend is not None and rec.backend is not None and rec.backend != target.backend:
+        return False
+    if target.cc is not None and rec.cc is not None and rec.cc != target.cc:
+        return False
+    return True
+
+
+@dataclass
+class StatusReport:
+    status: Status
+    line: str  # one line for people: what the evidence says
+    basis: Status | None = None  # for STALE: what the evidence said on the Triton it ran on
+    speedup: float | None = None  # geomean of the best timed runs in the environment
+    kernels: int = 0  # distinct kernels with a speedup beyond noise
+    warnings: list[str] = field(default_factory=list)  # slower shapes, wrong results, staleness
+    records: list["Verification"] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"status": self.status.value, "basis": self.basis.value if self.basis else None, "line": self.line, "speedup": self.speedup,
+                "kernels": self.kernels, "warnings": self.warnings,
+                "records": [r.to_dict() for r in self.records]}
+
+
+def _where(rec: "Verification") -> str:
+    bits = [rec.device or "?"]
+    if rec.triton:
+        bits.append(f"Triton {_minor(rec.triton)}")
+    return ", ".join(bits)
+
+
+def _geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def status_of(records: list["Verification"], target: Target | None = None) -> StatusReport:
+    target = target or Target()
+    mine = [r for r in records if in_environment(r, target)]
+    cpu_ok = [r for r in records if r.backend == "cpu" and r.correct]
+    if not mine:
+        line = "not verified on a GPU" + (" (correct under the CPU interpreter)" if cpu_ok else "")
+        others = sorted({_where(r) for r in records if r.backend != "cpu"})
+        if others:
+            line = f"not verified here; runs exist on {'; '.join(others)}"
+        return StatusReport(Status.DRAFT, line, Status.DRAFT, records=records)
+
+    warnings: list[str] = []
+    broken = [r for r in mine if r.verdict in ("wrong", "failed")]
+    for r in broken:
+        what = "wrong results" if r.verdict == "wrong" else "fails to launch"
+        warnings.append(f"{what} on {_where(r)} ({r.subject} {r.kernel}): {r.detail}".rstrip(": "))
+    for r in mine:
+        for s in r.per_shape:
+            margin = max(r.noise or 0.0, s.spread or 0.0, 0.02)
+            if s.speedup is not None and r.verdict in TIMED and s.speedup < 1.0 - margin:
+                warnings.append(f"slower on {_where(r)} at {s.shape} ({s.speedup:.2f}x, {r.kernel})")
+
+    faster = [r for r in mine if r.verdict == "faster" and (r.speedup or 0) >= VALIDATED_MIN]
+    other = [r for r in faster if r.subject != "example"]
+    own = [r for r in faster if r.subject == "example"]
+    own_slower = [r for r in mine if r.subject == "example" and r.verdict == "slower"]
+    speed = _geomean([r.speedup for r in faster if r.speedup])
+    kernels = len({r.kernel for r in faster})
+    where = _where((other or own or mine)[0])
+
+    if broken or (own_slower and not other):
+        status = Status.REFUTED
+        if broken:
+            line = warnings[0]
+        else:
+            r = own_slower[0]
+            line = f"its own example is slower on {_where(r)} ({r.speedup or 0:.2f}x)"
+    elif other:
+        status = Status.VALIDATED
+        line = f"{speed:.2f}x on {where}: {kernels} kernel{'s' if kernels != 1 else ''}"
+    elif own:
+        status = Status.DEMONSTRATED
+        line = f"{speed:.2f}x on {where}, on its own example only"
+    elif any(r.verdict == "no-effect" for r in mine) and not any(r.verdict == "slower" for r in mine):
+        status = Status.NO_EFFECT
+        line = f"no measurable effect on {where}"
+    elif any(r.verdict == "slower" for r in mine):
+        status = Status.REFUTED
+        r = next(r for r in mine if r.verdict == "slower")
+        line = f"slower on {_where(r)} ({r.speedup or 0:.2f}x, {r.kernel})"
+    else:
+        status = Status.DRAFT
+        line = f"correct on {where}; not timed"
+
+    basis = status
+    tried = {_minor(r.triton) for r in mine if r.triton}
+    want = _minor(target.triton)
+    if want and tried and want not in tried and status is not Status.REFUTED:
+        warnings.append(f"verified on Triton {', '.join(sorted(t for t in tried if t))}; the target has {target.triton}")
+        line = f"{status.value} on Triton {', '.join(sorted(t for t in tried if t))} (target {target.triton}): {line}"
+        status = Status.STALE
+    return StatusReport(status, line, basis, speed, kernels, warnings, mine)
+
+
+def evidence_score(report: StatusReport) -> float:
+    """The ranking's ``evidence`` component in [0, 1]: measured speedups lift a skeleton,
+    refuted and no-effect ones sink, unverified ones sit in between. Stale evidence counts
+    at 80 % (another Triton may compile it differently)."""
+    basis = report.basis or report.status
+    gain = min(1.0, math.log(report.speedup) / math.log(2.0)) if report.speedup and report.speedup > 1 else 0.0
+    score = {Status.VALIDATED: 0.5 + 0.5 * gain, Status.DEMONSTRATED: 0.3 + 0.4 * gain,
+             Status.DRAFT: 0.25, Status.NO_EFFECT: 0.0, Status.REFUTED: 0.0}.get(basis, 0.25)
+    return score * (0.8 if report.status is Status.STALE else 1.0)
