@@ -97,44 +97,4 @@ SKELETON = Skeleton(
     preconditions=[TUNED_BLOCK_SETS_GRID, STATIC_GRID],
     env=Env(),
     helps=("occupancy",),
-    before='''
-@triton.autotune(
-    configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (512, 1024, 2048) for w in (4, 8)],
-    key=['N'],
-)
-@triton.jit
-def silu_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + offs, x * tl.sigmoid(x), mask=mask)
-
-
-def silu(x):
-    y = torch.empty_like(x)
-    N = x.numel()
-    silu_kernel[(triton.cdiv(N, 1024),)](x, y, N)
-    return y
-''',
-    after='''
-@triton.autotune(
-    configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (512, 1024, 2048) for w in (4, 8)],
-    key=['N'],
-)
-@triton.jit
-def silu_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + offs, x * tl.sigmoid(x), mask=mask)
-
-
-def silu(x):
-    y = torch.empty_like(x)
-    N = x.numel()
-    silu_kernel[lambda meta: (triton.cdiv(N, meta['BLOCK']),)](x, y, N)
-    return y
-''',
 )

@@ -83,35 +83,4 @@ SKELETON = Skeleton(
     preconditions=[RAW_LENGTH_KEY],
     env=Env(),
     helps=("latency",),
-    before='''
-@triton.autotune(
-    configs=[triton.Config({'BLOCK_N': bn}, num_warps=w) for bn in (32, 64, 128) for w in (4, 8)],
-    key=['T', 'D'],
-)
-@triton.jit
-def row_scores_kernel(q_ptr, k_ptr, s_ptr, T, D: tl.constexpr, BLOCK_N: tl.constexpr):
-    i = tl.program_id(0)
-    d = tl.arange(0, D)
-    q = tl.load(q_ptr + i * D + d).to(tl.float32)
-    for start in range(0, T, BLOCK_N):
-        n = start + tl.arange(0, BLOCK_N)
-        kt = tl.load(k_ptr + n[:, None] * D + d[None, :], mask=n[:, None] < T, other=0.0)
-        tl.store(s_ptr + i * T + n, tl.sum(kt * q[None, :], 1), mask=n < T)
-''',
-    after='''
-@triton.autotune(
-    configs=[triton.Config({'BLOCK_N': bn}, num_warps=w) for bn in (32, 64, 128) for w in (4, 8)],
-    key=['T_BUCKET', 'D'],
-)
-@triton.jit(do_not_specialize=['T', 'T_BUCKET'])
-def row_scores_kernel(q_ptr, k_ptr, s_ptr, T, T_BUCKET, D: tl.constexpr, BLOCK_N: tl.constexpr):
-    # launcher: T_BUCKET = triton.next_power_of_2(T)
-    i = tl.program_id(0)
-    d = tl.arange(0, D)
-    q = tl.load(q_ptr + i * D + d).to(tl.float32)
-    for start in range(0, T, BLOCK_N):
-        n = start + tl.arange(0, BLOCK_N)
-        kt = tl.load(k_ptr + n[:, None] * D + d[None, :], mask=n[:, None] < T, other=0.0)
-        tl.store(s_ptr + i * T + n, tl.sum(kt * q[None, :], 1), mask=n < T)
-''',
 )

@@ -69,31 +69,4 @@ SKELETON = Skeleton(
     preconditions=[MULTI_CONFIG_AUTOTUNE, ACCUMULATES],
     env=Env(),
     helps=(),
-    before='''
-@triton.autotune(
-    configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (256, 1024) for w in (2, 4)],
-    key=['N'],
-)
-@triton.jit
-def scale_add_inplace_kernel(x_ptr, y_ptr, alpha, N, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    y = tl.load(y_ptr + offs, mask=mask)
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, y + alpha * x, mask=mask)
-''',
-    after='''
-@triton.autotune(
-    configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (256, 1024) for w in (2, 4)],
-    key=['N'],
-    restore_value=['y_ptr'],
-)
-@triton.jit
-def scale_add_inplace_kernel(x_ptr, y_ptr, alpha, N, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    y = tl.load(y_ptr + offs, mask=mask)
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, y + alpha * x, mask=mask)
-''',
 )

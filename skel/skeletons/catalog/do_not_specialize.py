@@ -130,30 +130,4 @@ SKELETON = Skeleton(
     preconditions=[KERNEL_ENTRY, CONSTEXPR_LENGTH | SPECIALIZED_LENGTH],
     env=Env(),
     helps=("latency",),
-    before='''
-@triton.jit
-def rope_kernel(q_ptr, cos_ptr, sin_ptr, seq_len: tl.constexpr, D: tl.constexpr):
-    row = tl.program_id(0)
-    half = tl.arange(0, D // 2)
-    pos = row % seq_len
-    c = tl.load(cos_ptr + pos * (D // 2) + half)
-    s = tl.load(sin_ptr + pos * (D // 2) + half)
-    x1 = tl.load(q_ptr + row * D + half)
-    x2 = tl.load(q_ptr + row * D + D // 2 + half)
-    tl.store(q_ptr + row * D + half, x1 * c - x2 * s)
-    tl.store(q_ptr + row * D + D // 2 + half, x2 * c + x1 * s)
-''',
-    after='''
-@triton.jit(do_not_specialize=['seq_len'])
-def rope_kernel(q_ptr, cos_ptr, sin_ptr, seq_len, D: tl.constexpr):
-    row = tl.program_id(0)
-    half = tl.arange(0, D // 2)
-    pos = row % seq_len
-    c = tl.load(cos_ptr + pos * (D // 2) + half)
-    s = tl.load(sin_ptr + pos * (D // 2) + half)
-    x1 = tl.load(q_ptr + row * D + half)
-    x2 = tl.load(q_ptr + row * D + D // 2 + half)
-    tl.store(q_ptr + row * D + half, x1 * c - x2 * s)
-    tl.store(q_ptr + row * D + D // 2 + half, x2 * c + x1 * s)
-''',
 )

@@ -107,42 +107,4 @@ SKELETON = Skeleton(
     preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("occupancy", "memory", "compute"),
-    before='''
-@triton.jit
-def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / N + eps)
-    tl.store(y_ptr + row * N + cols, x * rstd * w, mask=mask)
-
-
-def rmsnorm(x, w, eps=1e-6):
-    y = torch.empty_like(x)
-    M, N = x.shape
-    rmsnorm_kernel[(M,)](x, w, y, N, eps, BLOCK=triton.next_power_of_2(N), num_warps=8)
-    return y
-''',
-    after='''
-@triton.jit
-def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / N + eps)
-    tl.store(y_ptr + row * N + cols, x * rstd * w, mask=mask)
-
-
-def rmsnorm(x, w, eps=1e-6):
-    y = torch.empty_like(x)
-    M, N = x.shape
-    major, _ = torch.cuda.get_device_capability(x.device)
-    num_warps = 4 if torch.version.hip else (16 if major >= 9 and N >= 8192 else 8)
-    rmsnorm_kernel[(M,)](x, w, y, N, eps, BLOCK=triton.next_power_of_2(N), num_warps=num_warps)
-    return y
-''',
 )

@@ -105,38 +105,4 @@ SKELETON = Skeleton(
     preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
     helps=("latency",),
-    before='''
-@triton.jit
-def rmsnorm_decode_kernel(x_ptr, w_ptr, y_ptr, eps, D: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, D)
-    w = tl.load(w_ptr + cols).to(tl.float32)
-    x = tl.load(x_ptr + row * D + cols).to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
-    tl.store(y_ptr + row * D + cols, x * rstd * w)
-
-
-def rmsnorm_decode(x, w, eps=1e-6):
-    y = torch.empty_like(x)
-    rmsnorm_decode_kernel[(x.shape[0],)](x, w, y, eps, D=x.shape[1])
-    return y
-''',
-    after='''
-@triton.jit
-def rmsnorm_decode_kernel(x_ptr, w_ptr, y_ptr, eps, D: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, D)
-    w = tl.load(w_ptr + cols).to(tl.float32)  # weights: nothing upstream writes them
-    tl.extra.cuda.gdc_wait()  # x comes from the previous kernel
-    tl.extra.cuda.gdc_launch_dependents()
-    x = tl.load(x_ptr + row * D + cols).to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
-    tl.store(y_ptr + row * D + cols, x * rstd * w)
-
-
-def rmsnorm_decode(x, w, eps=1e-6):
-    y = torch.empty_like(x)
-    rmsnorm_decode_kernel[(x.shape[0],)](x, w, y, eps, D=x.shape[1], launch_pdl=True)
-    return y
-''',
 )
