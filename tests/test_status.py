@@ -1,0 +1,74 @@
+"""Statuses are computed from verification runs, per target environment."""
+
+from __future__ import annotations
+
+from skel.skeletons.base import Status, Target
+from skel.skeletons.status import evidence_score, status_of
+from skel.store.evidence import ShapeResult, Verification
+
+H200 = Target(backend="cuda", cc=90, triton="3.6.0")
+
+
+def run(verdict="faster", subject="suite", speedup=1.3, kernel="suite/k.py::k", **kw):
+    base = dict(skeleton="s", kernel=kernel, verdict=verdict, subject=subject, speedup=speedup,
+                device="NVIDIA H200", cc=90, backend="cuda", triton="3.6.0", noise=0.02, date="2026-12-01")
+    return Verification(**(base | kw))
+
+
+def test_no_runs_is_draft():
+    assert status_of([], H200).status is Status.DRAFT
+
+
+def test_cpu_runs_prove_correctness_not_speed():
+    r = status_of([run("correct", backend="cpu", device="cpu (TRITON_INTERPRET=1)", speedup=None)], H200)
+    assert r.status is Status.DRAFT and "CPU interpreter" in r.line
+
+
+def test_validated_needs_a_kernel_other_than_its_own_example():
+    assert status_of([run(subject="example")], H200).status is Status.DEMONSTRATED
+    r = status_of([run(subject="example", kernel="ex.py::k"), run(subject="suite", speedup=1.5)], H200)
+    assert r.status is Status.VALIDATED and r.kernels == 2 and "NVIDIA H200" in r.line
+
+
+def test_a_speedup_under_the_bar_does_not_validate():
+    assert status_of([run(speedup=1.03)], H200).status is Status.DRAFT
+
+
+def test_wrong_anywhere_refutes_and_says_why():
+    r = status_of([run(), run("wrong", kernel="big", detail="illegal memory access at M=70000")], H200)
+    assert r.status is Status.REFUTED and "illegal memory access" in r.line
+
+
+def test_slower_own_example_refutes():
+    r = status_of([run("slower", subject="example", speedup=0.85)], H200)
+    assert r.status is Status.REFUTED and "0.85x" in r.line
+
+
+def test_no_effect():
+    assert status_of([run("no-effect", speedup=1.01)], H200).status is Status.NO_EFFECT
+
+
+def test_other_hardware_does_not_count():
+    r = status_of([run()], Target(backend="cuda", cc=80, triton="3.6.0"))
+    assert r.status is Status.DRAFT and "runs exist on NVIDIA H200" in r.line
+
+
+def test_another_triton_makes_it_stale_but_keeps_the_basis():
+    r = status_of([run(subject="suite", speedup=1.5)], Target(backend="cuda", cc=90, triton="3.7.1"))
+    assert r.status is Status.STALE and r.basis is Status.VALIDATED and "Triton 3.6" in r.line
+    assert 0 < evidence_score(r) < evidence_score(status_of([run(speedup=1.5)], H200))
+
+
+def test_slower_shapes_become_warnings():
+    rec = run(per_shape=[ShapeResult("M=4096,N=32768", "float32", 0.8, 0.01),
+                         ShapeResult("M=4096,N=128", "float32", 1.9, 0.01)], speedup=1.23)
+    r = status_of([rec], H200)
+    assert any("M=4096,N=32768" in w and "0.80x" in w for w in r.warnings)
+    assert not any("N=128" in w for w in r.warnings)
+
+
+def test_evidence_score_orders_statuses():
+    scores = [evidence_score(status_of(rs, H200)) for rs in (
+        [run(speedup=2.0)], [run(subject="example", speedup=2.0)], [], [run("no-effect", speedup=1.0)],
+        [run("wrong")])]
+    assert scores == sorted(scores, reverse=True) and scores[0] == 1.0 and scores[-1] == 0.0
