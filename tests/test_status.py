@@ -72,3 +72,25 @@ def test_evidence_score_orders_statuses():
         [run(speedup=2.0)], [run(subject="example", speedup=2.0)], [], [run("no-effect", speedup=1.0)],
         [run("wrong")])]
     assert scores == sorted(scores, reverse=True) and scores[0] == 1.0 and scores[-1] == 0.0
+
+
+def test_suggest_ranks_by_evidence_and_never_puts_a_refuted_skeleton_first(monkeypatch):
+    """Without a store, suggest reads the shipped runs: a refuted skeleton goes last with a
+    warning, a validated one rises."""
+    from pathlib import Path
+
+    import skel.retriever.suggest as sg
+    from skel.retriever.suggest import suggest
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "row_softmax.py"
+    (plain,) = suggest(example, None, k=50, target=H200)
+    ids = [s.id for s in plain.suggestions]
+    first, last = ids[0], ids[-1]
+    runs = (run(skeleton=first, verdict="wrong", detail="NaN in out0"),
+            run(skeleton=last, speedup=1.8))
+    monkeypatch.setattr(sg, "shipped_verifications", lambda: runs)
+    (judged,) = suggest(example, None, k=50, target=H200)
+    new = [s.id for s in judged.suggestions]
+    assert new[-1] == first and new.index(last) < ids.index(last)
+    refuted = judged.suggestions[-1]
+    assert refuted.status == "refuted" and any("REFUTED" in c and "NaN in out0" in c for c in refuted.caveats)
