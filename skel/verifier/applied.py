@@ -12,10 +12,12 @@ Three checks, the first that decides stops:
 Machine code is read from the kernels actually launched: each Triton ``JITFunction.run`` is
 wrapped for the duration of one launcher call and the ``CompiledKernel`` it returns is kept.
 On a GPU the launcher runs (twice: the first call may autotune, the second is recorded) on
-inputs of the harness's first GPU shape. Without a GPU the same happens in a child process
-with the interpreter off and :func:`skel.verifier.gpu.offline_cuda` standing in for the
-driver: launches become warm-ups (compile only, for sm_90, with Triton's bundled ptxas and
-nvdisasm), autotuned kernels compile every config. The CPU run uses the first CPU shape.
+inputs of the harness's first GPU shape, and SASS is compared. Without a GPU the same happens
+in a child process with the interpreter off and :func:`skel.verifier.gpu.offline_cuda`
+standing in for the driver: launches become warm-ups (compile only, for sm_90), autotuned
+kernels compile every config, and PTX is compared (SASS works offline too, through Triton's
+bundled ptxas and nvdisasm, but costs ~2 s a kernel; equal PTX gives equal SASS, and unequal
+PTX only ever sends a candidate on to be timed). The CPU run uses the first CPU shape.
 
 A launch-side change (MEASURE other than "kernel") can leave machine code identical on
 purpose (grids, configs, specialisation); there identical code is only a note.
@@ -89,9 +91,11 @@ def normalise(asm: str, kind: str, names: list[str]) -> str:
     return text
 
 
-def code_of(kernel: Any) -> tuple[str, str]:
-    """(kind, text) of a CompiledKernel: SASS where nvdisasm gives it, else PTX."""
+def code_of(kernel: Any, prefer: str = "sass") -> tuple[str, str]:
+    """(kind, text) of a CompiledKernel: SASS where nvdisasm gives it (and is preferred), else PTX."""
     asm = kernel.asm
+    if prefer == "ptx" and "ptx" in asm:
+        return "ptx", asm["ptx"]
     with contextlib.suppress(Exception):
         sass = asm["sass"]
         if sass and sass.strip():
@@ -159,7 +163,7 @@ def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, devi
         torch.cuda.synchronize()
     codes: list[LaunchCode] = []
     for jit, kernel, grid in seen:
-        kind, text = code_of(kernel)
+        kind, text = code_of(kernel, "ptx" if offline else "sass")
         names = [getattr(jit, "__name__", ""), getattr(kernel, "name", "") or ""]
         names = [n for n in names if n]
         warps = getattr(getattr(kernel, "metadata", None), "num_warps", None)
