@@ -146,7 +146,7 @@ def _grid_repr(grid: Any) -> str:
 
 
 def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, device: str,
-                offline: bool) -> list[LaunchCode]:
+                offline: bool, prefer: str = "sass") -> list[LaunchCode]:
     """The machine code of every kernel ``fn`` launches on ``shape`` (see the module docstring)."""
     from skel.verifier.correctness import dtype_of
 
@@ -163,7 +163,7 @@ def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, devi
         torch.cuda.synchronize()
     codes: list[LaunchCode] = []
     for jit, kernel, grid in seen:
-        kind, text = code_of(kernel, "ptx" if offline else "sass")
+        kind, text = code_of(kernel, "ptx" if offline else prefer)
         names = [getattr(jit, "__name__", ""), getattr(kernel, "name", "") or ""]
         names = [n for n in names if n]
         warps = getattr(getattr(kernel, "metadata", None), "num_warps", None)
@@ -237,15 +237,17 @@ def _kernels(path: Path, prefix: str | None) -> list[Any]:
     return ks
 
 
-def compare_machine_code(h: Harness, orig_fn: Any, cand_fn: Any, device: str) -> tuple[bool | None, str]:
-    """(identical?, detail). None when it could not be compared, with the reason."""
+def compare_machine_code(h: Harness, orig_fn: Any, cand_fn: Any, device: str,
+                         prefer: str = "sass") -> tuple[bool | None, str]:
+    """(identical?, detail). None when it could not be compared, with the reason.
+    ``prefer="ptx"`` skips nvdisasm (about a second a kernel) where many pairs are compared."""
     dtype = h.dtypes[0]
     if device.startswith("cuda"):
         if not h.gpu_shapes:
             return None, "machine code not compared (the harness has no GPU shape)"
         shape = h.gpu_shapes[0]
-        a = launches_of(h, orig_fn, shape, dtype, device, offline=False)
-        b = launches_of(h, cand_fn, shape, dtype, device, offline=False)
+        a = launches_of(h, orig_fn, shape, dtype, device, offline=False, prefer=prefer)
+        b = launches_of(h, cand_fn, shape, dtype, device, offline=False, prefer=prefer)
         where = f"on {shape}"
     else:
         shape = (h.cpu_shapes or tuple(h.shapes))[0]
