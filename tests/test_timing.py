@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +139,43 @@ def test_timed_outputs_are_checked(h):
 def test_no_gpu_no_timing(h):
     with pytest.raises(RuntimeError, match="needs a GPU"):
         timing.time_pair(h, print, print, device="cpu", shapes=["tiny"], dtype="float32", seed=0)
+
+
+# ---- the timing-stage cheaters (tests/cheaters/gpu_*.py) ----------------------------------
+
+CHEATERS = Path(__file__).parent / "cheaters"
+gpu = pytest.mark.skipif(os.environ.get("SKEL_TEST_DEVICE") != "cuda" or not torch.cuda.is_available(),
+                         reason="GPU-only (SKEL_TEST_DEVICE=cuda on a GPU machine)")
+
+
+def _load(name):
+    from skel.verifier.harness import Harness, import_file
+
+    mod = import_file(CHEATERS / name)
+    return Harness.from_module(mod) if name == "gpu_rowsum.py" else mod
+
+
+def test_l2_cheater_gives_right_results_both_ways():
+    from skel.verifier.correctness import run_and_check
+
+    h, cheat = _load("gpu_rowsum.py"), _load("gpu_l2_resident.py")
+    for _ in range(2):  # forwards, then backwards
+        checks = run_and_check(h, cheat.run, h.shapes["tiny"], "float32", seed=1, device="cpu")
+        assert all(c.ok for c in checks), checks
+
+
+@gpu
+def test_side_stream_cheater_is_caught_on_the_gpu():
+    h, cheat = _load("gpu_rowsum.py"), _load("gpu_side_stream.py")
+    r = timing.time_pair(h, h.launcher("run"), cheat.run, device="cuda", shapes=["l2x2"], dtype="float32", seed=0,
+                         budget_s=3.0)
+    assert r.verdict == "wrong", r
+    assert any("outside the timed stream" in n or "roofline" in n for n in r.notes), r.notes
+
+
+@gpu
+def test_l2_cheater_gains_nothing_when_the_l2_is_flushed():
+    h, cheat = _load("gpu_rowsum.py"), _load("gpu_l2_resident.py")
+    r = timing.time_pair(h, h.launcher("run"), cheat.run, device="cuda", shapes=["l2x2"], dtype="float32", seed=0,
+                         budget_s=3.0)
+    assert r.verdict in ("no-effect", "slower"), r
