@@ -49,8 +49,10 @@ def _shape_label(name: str, dims: dict[str, int]) -> str:
     return f"{name}(" + ",".join(f"{k}={v}" for k, v in dims.items()) + ")"
 
 
-def check_both(h: Any, shape: str, dtype: str, seed: int, device: str) -> dict[str, list[Any]]:
-    """Both sides on the same inputs (made once), poisoned outputs, one reference."""
+def check_both(h: Any, shape: str, dtype: str, seed: int, device: str,
+               codes: dict[str, Any] | None = None) -> dict[str, list[Any]]:
+    """Both sides on the same inputs (made once), poisoned outputs, one reference. With
+    ``codes``, each side runs once more with its launches recorded (their machine code)."""
     import torch
 
     from skel.verifier.correctness import OutputCheck, _fp64, compare, dtype_of, poison
@@ -75,6 +77,16 @@ def check_both(h: Any, shape: str, dtype: str, seed: int, device: str) -> dict[s
                                           note=f"input {i} was modified by the launcher"))
                 x.copy_(s)
         out[side] = checks
+        if codes is not None:
+            from skel.verifier.applied import capture_launches, codes_of
+
+            with capture_launches(offline=False) as seen:
+                h.launcher(side)(*inputs, *outputs)
+            torch.cuda.synchronize()
+            codes[side] = codes_of(seen, prefer="ptx")
+            for x, s in zip(inputs, saved):
+                if isinstance(x, torch.Tensor):
+                    x.copy_(s)
         del outputs
     return out
 
@@ -96,20 +108,25 @@ def run_one(sk_id: str, device: str, budget_s: float) -> dict[str, Any]:
     notes: list[str] = []
     if not gpu and h.cpu_skip:
         return dict(rec, verdict="correct", detail="", skipped=f"CPU_SKIP: {h.cpu_skip}", measure=h.measure)
+    # (shape, dtype, must): the first dtype on every GPU and CHECK_ONLY shape runs while this
+    # skeleton's share lasts; other dtypes only within the first 45 % of it
     if gpu:
-        plan = [(s, h.dtypes[0]) for s in (*h.gpu_shapes, *h.check_only)]
-        plan += [(s, d) for d in h.dtypes[1:] for s in h.gpu_shapes]
+        plan = [(s, h.dtypes[0], True) for s in (*h.gpu_shapes, *h.check_only)]
+        plan += [(s, d, False) for d in h.dtypes[1:] for s in h.gpu_shapes]
     else:
-        plan = [(s, d) for s in h.cpu_shapes for d in h.dtypes]
-    check_budget = budget_s * (0.45 if gpu else 1.0)
+        plan = [(s, d, True) for s in h.cpu_shapes for d in h.dtypes]
     failures: list[str] = []
     max_error: dict[str, float] = {}
     checked: list[str] = []
-    for i, (shape, dtype) in enumerate(plan):
-        if i and time.perf_counter() - t0 > check_budget:
-            notes.append(f"not checked (out of budget): {', '.join(f'{s}/{d}' for s, d in plan[i:])}")
-            break
-        res = check_both(h, shape, dtype, 1, device)
+    skipped: list[str] = []
+    codes: dict[str, Any] = {}
+    for i, (shape, dtype, must) in enumerate(plan):
+        spent = time.perf_counter() - t0
+        if i and spent > (budget_s if must else 0.45 * budget_s):
+            skipped.append(f"{shape}/{dtype}")
+            continue
+        want_codes = gpu and h.measure == "kernel" and i == 0
+        res = check_both(h, shape, dtype, 1, device, codes if want_codes else None)
         checked.append(f"{shape}/{dtype}")
         for side, checks in res.items():
             for c in checks:
@@ -119,7 +136,9 @@ def run_one(sk_id: str, device: str, budget_s: float) -> dict[str, Any]:
                 if side == "after" and c.index >= 0:
                     key = f"out{c.index}"
                     max_error[key] = max(max_error.get(key, 0.0), c.max_abs_error)
-    names = list(dict.fromkeys(s for s, _ in plan))
+    if skipped:
+        notes.append(f"not checked (out of budget): {', '.join(skipped)}")
+    names = list(dict.fromkeys(s for s, _, _ in plan))
     rec.update(shapes=[_shape_label(s, h.shapes[s]) for s in names], dtypes=list(h.dtypes), max_error=max_error,
                measure=h.measure, checked=checked)
     if failures:
@@ -129,18 +148,17 @@ def run_one(sk_id: str, device: str, budget_s: float) -> dict[str, Any]:
         return dict(rec, verdict="correct", detail=f"both sides correct on {len(checked)} CPU shape/dtype(s)",
                     notes=notes)
     from skel.verifier import launch, timing
-    from skel.verifier.applied import compare_machine_code
+    from skel.verifier.applied import same_machine_code
 
-    left = max(budget_s - (time.perf_counter() - t0), 0.25 * budget_s)
     if h.measure == "kernel":
-        try:
-            same, how = compare_machine_code(h, h.launcher("before"), h.launcher("after"), device,
-                                              prefer="ptx")
+        if "before" in codes and "after" in codes:
+            same, how = same_machine_code(codes["before"], codes["after"])
+            how = f"{how} (PTX, on {plan[0][0]})"
             notes.append(f"machine code: {how}")
             if same:
                 return dict(rec, verdict="no-op", detail=f"same machine code: {how}", notes=notes)
-        except Exception as e:
-            notes.append(f"machine code not compared: {type(e).__name__}: {e}")
+        else:
+            notes.append("machine code not compared")
         left = max(budget_s - (time.perf_counter() - t0), 0.25 * budget_s)
         tr = timing.time_pair(h, h.launcher("before"), h.launcher("after"), device=device,
                               shapes=list(h.gpu_shapes), dtype=h.dtypes[0], seed=1, budget_s=0.8 * left)

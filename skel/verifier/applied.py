@@ -161,6 +161,11 @@ def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, devi
         import torch
 
         torch.cuda.synchronize()
+    return codes_of(seen, offline, prefer)
+
+
+def codes_of(seen: list[tuple[Any, Any, Any]], offline: bool = False, prefer: str = "sass") -> list[LaunchCode]:
+    """Normalised machine code of the launches :func:`capture_launches` recorded."""
     codes: list[LaunchCode] = []
     for jit, kernel, grid in seen:
         kind, text = code_of(kernel, "ptx" if offline else prefer)
