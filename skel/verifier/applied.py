@@ -127,14 +127,14 @@ def capture_launches(offline: bool) -> Iterator[list[tuple[Any, Any, Any]]]:
         kernels = self.warmup(*args, **kwargs)
         return kernels[-1] if kernels else None
 
-    JITFunction.run = run  # type: ignore[method-assign]
+    JITFunction.run = run
     if offline:
-        Autotuner.run = tune  # type: ignore[method-assign]
+        Autotuner.run = tune
     try:
         yield seen
     finally:
-        JITFunction.run = orig_run  # type: ignore[method-assign]
-        Autotuner.run = orig_tune  # type: ignore[method-assign]
+        JITFunction.run = orig_run
+        Autotuner.run = orig_tune
 
 
 def _grid_repr(grid: Any) -> str:

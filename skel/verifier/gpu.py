@@ -88,7 +88,7 @@ def device_facts(device: str) -> dict[str, Any]:
     driver = _nvidia_smi_driver()
     if driver is None:
         with contextlib.suppress(Exception):
-            v = int(torch._C._cuda_getDriverVersion())  # e.g. 12040 (the CUDA API version of the driver)
+            v = int(torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]  # e.g. 12040
             driver = f"cuda {v // 1000}.{(v % 1000) // 10}"
     facts.update(device=torch.cuda.get_device_name(idx), cc=major * 10 + minor,
                  backend="rocm" if getattr(torch.version, "hip", None) else "cuda", driver=driver)
@@ -157,7 +157,7 @@ def offline_cuda(cc: int = 90, warp_size: int = 32) -> Iterator[None]:
     from triton.runtime.driver import driver
 
     previous = driver._active
-    driver.set_active(_OfflineDriver(cc, warp_size))  # type: ignore[arg-type]
+    driver.set_active(_OfflineDriver(cc, warp_size))
     try:
         yield
     finally:

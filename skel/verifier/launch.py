@@ -91,11 +91,11 @@ def count_compiles() -> Iterator[list[int]]:
         n[0] += 1
         return orig(self, *args, **kwargs)
 
-    JITFunction._do_compile = counted  # type: ignore[method-assign]
+    JITFunction._do_compile = counted
     try:
         yield n
     finally:
-        JITFunction._do_compile = orig  # type: ignore[method-assign]
+        JITFunction._do_compile = orig
 
 
 def _sync(device: str) -> None:
@@ -257,6 +257,10 @@ def _eager_per_call(fn: Callable[[], Any], n: int = GRAPH_LAUNCHES) -> float:
     return (time.perf_counter() - t0) * 1e3 / n
 
 
+def _eager_timer(fn: Callable[[], Any]) -> Callable[[], float]:
+    return lambda: _eager_per_call(fn)
+
+
 def measure_launch(h: Harness, orig_fn: Any, cand_fn: Any, device: str) -> TimingResult:
     dtype = h.dtypes[0]
     results, notes, noises = [], [], []
@@ -269,7 +273,7 @@ def measure_launch(h: Harness, orig_fn: Any, cand_fn: Any, device: str) -> Timin
             how = "CUDA graph"
         except Exception as e:  # capture can fail (host sync in the launcher): say so, time eagerly
             notes.append(f"{shape}: graph capture failed ({type(e).__name__}: {e}); eager time used")
-            timers = {s: (lambda c=calls[s]: _eager_per_call(c)) for s in sides}
+            timers = {s: _eager_timer(calls[s]) for s in sides}
             how = "eager"
         rounds: dict[str, list[float]] = {s: [] for s in sides}
         for _ in range(ROUNDS * 4):

@@ -241,7 +241,8 @@ def time_pair(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[..., An
         shape = h.shapes[name]
         sets = _make_sets(h, shape, dt, seed, device)
         fns = {"O": orig_fn, "C": cand_fn, "N": orig_fn}
-        calls = {side: [(lambda f=fns[side], i=i, o=o: f(*i, *o)) for i, o in zip(sets.inputs, sets.outs[side])]
+        calls: dict[str, list[Callable[[], Any]]] = {
+            side: [(lambda f=fns[side], i=i, o=o: f(*i, *o)) for i, o in zip(sets.inputs, sets.outs[side])]
                  for side in fns}
         for side in calls:  # compile, autotune, warm up
             for c in calls[side][:2]:
