@@ -210,6 +210,10 @@ def _time_shape(bench: Bench, calls: dict[str, list[Callable[[], Any]]], budget_
     return times
 
 
+def _bind(fn: Callable[..., Any], inputs: tuple, outputs: tuple) -> Callable[[], Any]:
+    return lambda: fn(*inputs, *outputs)
+
+
 def time_pair(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[..., Any], *, device: str = "cuda",
               shapes: list[str], dtype: str, seed: int, budget_s: float = 8.0, bench: Bench | None = None,
               peak_bw: float | None = None, peak_flops: float | None = None) -> TimingResult:
@@ -242,7 +246,7 @@ def time_pair(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[..., An
         sets = _make_sets(h, shape, dt, seed, device)
         fns = {"O": orig_fn, "C": cand_fn, "N": orig_fn}
         calls: dict[str, list[Callable[[], Any]]] = {
-            side: [(lambda f=fns[side], i=i, o=o: f(*i, *o)) for i, o in zip(sets.inputs, sets.outs[side])]
+            side: [_bind(fns[side], i, o) for i, o in zip(sets.inputs, sets.outs[side])]
                  for side in fns}
         for side in calls:  # compile, autotune, warm up
             for c in calls[side][:2]:
