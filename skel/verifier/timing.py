@@ -247,7 +247,7 @@ def time_pair(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[..., An
         fns = {"O": orig_fn, "C": cand_fn, "N": orig_fn}
         calls: dict[str, list[Callable[[], Any]]] = {
             side: [_bind(fns[side], i, o) for i, o in zip(sets.inputs, sets.outs[side])]
-                 for side in fns}
+            for side in fns}
         for side in calls:  # compile, autotune, warm up
             for c in calls[side][:2]:
                 c()
