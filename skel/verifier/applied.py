@@ -1,0 +1,310 @@
+"""Stage 1, applied? — is the candidate a real change, before anything is run for results.
+
+Three checks, the first that decides stops:
+
+1. the candidate parses (libcst, the same extraction the catalog uses): if not, "not-applied";
+2. with a skeleton, its technique is detected present in some candidate kernel: if not,
+   "not-applied" (the change is not the one claimed);
+3. the candidate does not compile to the same machine code as the original: if every kernel
+   it launches has the same SASS (PTX when SASS is unavailable) as the original's, kernel names
+   and debug info stripped, and the launches and grids are the same, it is a "no-op".
+
+Machine code is read from the kernels actually launched: each Triton ``JITFunction.run`` is
+wrapped for the duration of one launcher call and the ``CompiledKernel`` it returns is kept.
+On a GPU the launcher runs (twice: the first call may autotune, the second is recorded) on
+inputs of the harness's first GPU shape, and SASS is compared. Without a GPU the same happens
+in a child process with the interpreter off and :func:`skel.verifier.gpu.offline_cuda`
+standing in for the driver: launches become warm-ups (compile only, for sm_90), autotuned
+kernels compile every config, and PTX is compared (SASS works offline too, through Triton's
+bundled ptxas and nvdisasm, but costs ~2 s a kernel; equal PTX gives equal SASS, and unequal
+PTX only ever sends a candidate on to be timed). The CPU run uses the first CPU shape.
+
+A launch-side change (MEASURE other than "kernel") can leave machine code identical on
+purpose (grids, configs, specialisation); there identical code is only a note.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from skel.verifier.harness import Harness
+
+_CHILD_TIMEOUT_S = 240
+
+
+@dataclass
+class AppliedResult:
+    verdict: str | None  # "not-applied" | "no-op" | None (continue to the next stage)
+    detail: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LaunchCode:
+    """One kernel launch: the kernel's name, its normalised machine code, and the launch shape."""
+
+    name: str
+    kind: str  # "sass" | "ptx"
+    code: str
+    grid: str  # repr of a tuple grid, "callable" for a lambda, "" when not launched (offline)
+    num_warps: int | None = None
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha1(self.code.encode()).hexdigest()[:16]
+
+
+# ---- machine code --------------------------------------------------------------------------
+
+_PTX_DROP = re.compile(r"^\s*(\.loc|\.file|//|\$L__|\.section\s+\.debug)")
+
+
+def normalise(asm: str, kind: str, names: list[str]) -> str:
+    """Machine code with what differs between equal kernels removed: names, comments, debug."""
+    lines: list[str] = []
+    for line in asm.splitlines():
+        if kind == "ptx":
+            if re.match(r"^\s*\.section\s+\.debug", line):
+                break  # the debug sections run to the end of the module
+            if _PTX_DROP.match(line):
+                continue
+            line = line.split("//", 1)[0]
+        else:
+            if line.startswith(("Function:", "nvdisasm", "\t.headerflags", "\t.elftype")) or "warning" in line:
+                continue
+        line = line.rstrip()
+        if line:
+            lines.append(line)
+    text = "\n".join(lines)
+    for n in sorted(set(names), key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(n)}(?=\b|_param)", "KERNEL", text)
+    return text
+
+
+def code_of(kernel: Any, prefer: str = "sass") -> tuple[str, str]:
+    """(kind, text) of a CompiledKernel: SASS where nvdisasm gives it (and is preferred), else PTX."""
+    asm = kernel.asm
+    if prefer == "ptx" and "ptx" in asm:
+        return "ptx", asm["ptx"]
+    with contextlib.suppress(Exception):
+        sass = asm["sass"]
+        if sass and sass.strip():
+            return "sass", sass
+    if "ptx" in asm:
+        return "ptx", asm["ptx"]
+    raise RuntimeError(f"compiled kernel has neither SASS nor PTX (asm keys {sorted(asm)})")
+
+
+@contextlib.contextmanager
+def capture_launches(offline: bool) -> Iterator[list[tuple[Any, Any, Any]]]:
+    """Record (jit function, CompiledKernel, grid) for every Triton launch inside.
+
+    ``offline``: launches are turned into compile-only warm-ups, and an autotuned kernel
+    compiles all of its configs instead of benchmarking them (there is nothing to run on)."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    seen: list[tuple[Any, Any, Any]] = []
+    orig_run, orig_tune = JITFunction.run, Autotuner.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = orig_run(self, *args, grid=grid, warmup=warmup or offline, **kwargs)
+        if kernel is not None:
+            seen.append((self, kernel, grid))
+        return kernel
+
+    def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kernels = self.warmup(*args, **kwargs)
+        return kernels[-1] if kernels else None
+
+    JITFunction.run = run
+    if offline:
+        Autotuner.run = tune
+    try:
+        yield seen
+    finally:
+        JITFunction.run = orig_run
+        Autotuner.run = orig_tune
+
+
+def _grid_repr(grid: Any) -> str:
+    if grid is None:
+        return ""
+    if callable(grid):
+        return "callable"
+    return repr(tuple(int(g) for g in grid))
+
+
+def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, device: str,
+                offline: bool, prefer: str = "sass") -> list[LaunchCode]:
+    """The machine code of every kernel ``fn`` launches on ``shape`` (see the module docstring)."""
+    from skel.verifier.correctness import dtype_of
+
+    dt = dtype_of(dtype)
+    inputs = h.make_inputs(h.shapes[shape], dt, 0, device)
+    outputs = h.make_outputs(h.shapes[shape], dt, device)
+    if not offline:
+        fn(*inputs, *outputs)  # compile and tune
+    with capture_launches(offline) as seen:
+        fn(*inputs, *outputs)
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+    return codes_of(seen, offline, prefer)
+
+
+def codes_of(seen: list[tuple[Any, Any, Any]], offline: bool = False, prefer: str = "sass") -> list[LaunchCode]:
+    """Normalised machine code of the launches :func:`capture_launches` recorded."""
+    codes: list[LaunchCode] = []
+    for jit, kernel, grid in seen:
+        kind, text = code_of(kernel, "ptx" if offline else prefer)
+        names = [getattr(jit, "__name__", ""), getattr(kernel, "name", "") or ""]
+        names = [n for n in names if n]
+        warps = getattr(getattr(kernel, "metadata", None), "num_warps", None)
+        codes.append(LaunchCode(names[0] if names else "?", kind, normalise(text, kind, names),
+                                "" if offline else _grid_repr(grid), warps))
+    return codes
+
+
+def same_machine_code(a: list[LaunchCode], b: list[LaunchCode]) -> tuple[bool, str]:
+    """Whether two launch lists are the same program; and one line saying how they differ."""
+    if not a or not b:
+        return False, "no Triton kernel launched by " + ("the original" if not a else "the candidate")
+    if len(a) != len(b):
+        return False, f"{len(a)} launches against {len(b)}"
+    ka = sorted((x.kind, x.digest, x.grid) for x in a)
+    kb = sorted((x.kind, x.digest, x.grid) for x in b)
+    if ka == kb:
+        return True, f"{len(a)} launch(es), identical {a[0].kind.upper()} and grids"
+    if sorted(x[:2] for x in ka) == sorted(x[:2] for x in kb):
+        return False, "same machine code, different grids"
+    return False, "machine code differs"
+
+
+# ---- the offline child process -------------------------------------------------------------
+
+def _fn_location(fn: Callable[..., Any]) -> tuple[str, str]:
+    return str(Path(inspect.getfile(fn)).resolve()), fn.__name__
+
+
+def _offline_child(spec: dict[str, Any]) -> dict[str, Any]:
+    """In a fresh interpreter with TRITON_INTERPRET off: compile both sides for sm_90."""
+    from skel.verifier.gpu import offline_cuda
+    from skel.verifier.harness import import_file
+
+    h = Harness.from_file(Path(spec["harness"]))
+    out: dict[str, Any] = {}
+    with offline_cuda(spec.get("cc", 90)):
+        for side in ("original", "candidate"):
+            path, name = spec[side]
+            mod = h.module if Path(path) == h.path.resolve() else import_file(Path(path))
+            fn = getattr(mod, name)
+            out[side] = [asdict(c) for c in launches_of(h, fn, spec["shape"], spec["dtype"], "cpu", offline=True)]
+    return out
+
+
+def offline_launches(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[..., Any], shape: str,
+                     dtype: str, cc: int = 90) -> tuple[list[LaunchCode], list[LaunchCode]]:
+    """Both sides' machine code for sm_``cc``, compiled on this (GPU-less) machine in a child."""
+    spec = {"harness": str(h.path.resolve()), "original": _fn_location(orig_fn),
+            "candidate": _fn_location(cand_fn), "shape": shape, "dtype": dtype, "cc": cc}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-m", "skel.verifier.applied", json.dumps(spec)], capture_output=True,
+                          text=True, env=env, timeout=_CHILD_TIMEOUT_S)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"offline compile failed: {tail}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ([LaunchCode(**c) for c in data["original"]], [LaunchCode(**c) for c in data["candidate"]])
+
+
+# ---- the stage -----------------------------------------------------------------------------
+
+def _kernels(path: Path, prefix: str | None) -> list[Any]:
+    from skel.kernels.triton import extract_file
+
+    ks = extract_file(path.read_text(encoding="utf-8"), str(path))
+    if prefix:
+        ks = [k for k in ks if k.name.startswith(prefix)] or ks
+    return ks
+
+
+def compare_machine_code(h: Harness, orig_fn: Any, cand_fn: Any, device: str,
+                         prefer: str = "sass") -> tuple[bool | None, str]:
+    """(identical?, detail). None when it could not be compared, with the reason.
+    ``prefer="ptx"`` skips nvdisasm (about a second a kernel) where many pairs are compared."""
+    dtype = h.dtypes[0]
+    if device.startswith("cuda"):
+        if not h.gpu_shapes:
+            return None, "machine code not compared (the harness has no GPU shape)"
+        shape = h.gpu_shapes[0]
+        a = launches_of(h, orig_fn, shape, dtype, device, offline=False, prefer=prefer)
+        b = launches_of(h, cand_fn, shape, dtype, device, offline=False, prefer=prefer)
+        where = f"on {shape}"
+    else:
+        shape = (h.cpu_shapes or tuple(h.shapes))[0]
+        a, b = offline_launches(h, orig_fn, cand_fn, shape, dtype)
+        where = f"compiled offline for sm_90 on {shape} (no GPU)"
+    same, how = same_machine_code(a, b)
+    return same, f"{how}, {where}"
+
+
+def check_applied(original: Path, candidate: Path, *, kernel: str | None, skeleton: str | None,
+                  harness: Harness | None, orig_fn: Any, cand_fn: Any, device: str) -> AppliedResult:
+    from skel.kernels.triton import ParseError
+
+    notes: list[str] = []
+    same_file = Path(original).resolve() == Path(candidate).resolve()
+    prefix = getattr(cand_fn, "__name__", None) if same_file else None
+    try:
+        cand_kernels = _kernels(Path(candidate), prefix)
+    except (ParseError, SyntaxError, ValueError, OSError) as e:
+        return AppliedResult("not-applied", f"the candidate does not parse: {e}", notes)
+    if kernel:
+        named = [k for k in cand_kernels if k.name == kernel]
+        if named:
+            cand_kernels = named
+        else:
+            notes.append(f"no kernel named {kernel!r} in the candidate; all its kernels were assessed")
+    if skeleton:
+        from skel.skeletons import registry
+
+        sk = registry.get(skeleton)
+        if not cand_kernels:
+            return AppliedResult("not-applied", "the candidate has no Triton kernel", notes)
+        present = [k.name for k in cand_kernels if sk.assess(k).present is not None]
+        if not present:
+            names = ", ".join(k.name for k in cand_kernels)
+            return AppliedResult("not-applied", f"{skeleton} is not detected in the candidate ({names})", notes)
+        notes.append(f"{skeleton} detected in {', '.join(present)}")
+    if harness is None or orig_fn is None or cand_fn is None:
+        notes.append("machine code not compared (no harness launchers)")
+        return AppliedResult(None, "parses" + (f"; {skeleton} present" if skeleton else ""), notes)
+    try:
+        same, how = compare_machine_code(harness, orig_fn, cand_fn, device)
+    except Exception as e:  # a compile failure is the next stages' verdict, not this one's
+        notes.append(f"machine code not compared: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return AppliedResult(None, "parses", notes)
+    notes.append(how)
+    if same and harness.measure == "kernel":
+        return AppliedResult("no-op", f"the candidate compiles to the same machine code: {how}", notes)
+    if same:
+        notes.append(f"identical machine code is expected for MEASURE={harness.measure!r} (a launch-side change)")
+    return AppliedResult(None, "parses; " + how, notes)
+
+
+if __name__ == "__main__":  # the offline child: one JSON spec in, one JSON line out
+    print(json.dumps(_offline_child(json.loads(sys.argv[1]))))
