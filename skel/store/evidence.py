@@ -67,6 +67,8 @@ class Verification:
     timing: str | None = None  # how it was timed ("interleaved do_bench, L2 flushed", "compile count")
     per_shape: list[ShapeResult] = field(default_factory=list)
     detail: str = ""  # one line: what decided the verdict
+    measure: str = "kernel"  # kernel time ratio, or a launch-side measure (compile, launch, first-call)
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -108,7 +110,7 @@ class Verification:
             if f.name not in md:
                 continue
             v = md[f.name]
-            if f.name in ("shapes", "dtypes", "max_error", "per_shape") and isinstance(v, str):
+            if f.name in ("shapes", "dtypes", "max_error", "per_shape", "notes") and isinstance(v, str):
                 v = json.loads(v)
             d[f.name] = v
         return cls(**d)
