@@ -11,6 +11,7 @@ Collections (names prefixed ``skel_``):
   complete), counts.
 - ``evidence`` — verification results (speedups with spread, parity) — written by the
   verifier; read by the retriever.
+- ``verifications`` — typed ``Verification`` records from ``skel verify`` (one per key).
 - ``meta``     — schema version and technique statistics.
 
 Embeddings are always passed explicitly (never chroma's default embedding function,
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from skel.errors import StoreError
+from skel.store.evidence import Verification
 
 SCHEMA_VERSION = 1
 _PLACEHOLDER = [1.0]
@@ -382,6 +384,21 @@ class KnowledgeBase:
         for md in self._col("evidence").get(include=["metadatas"])["metadatas"]:
             out.setdefault(md["skeleton"], []).append(EvidenceRecord.from_metadata(md))
         return out
+
+    # --- verifications (typed records from `skel verify`; one per Verification.key) ---------
+    def add_verification(self, rec: Verification) -> None:
+        """Store one verification; a rerun with the same key (skeleton, kernel, subject,
+        device, Triton version) replaces the earlier record."""
+        import hashlib
+
+        vid = hashlib.sha1(rec.key.encode()).hexdigest()
+        self._col("verifications").upsert(ids=[vid], embeddings=[_PLACEHOLDER], metadatas=[rec.to_metadata()])
+
+    def verifications(self, skeleton_id: str | None = None) -> list[Verification]:
+        """Every stored verification (of one skeleton when given), oldest first."""
+        where = {"skeleton": skeleton_id} if skeleton_id is not None else None
+        res = self._col("verifications").get(where=where, include=["metadatas"])
+        return sorted((Verification.from_metadata(md) for md in res["metadatas"]), key=lambda v: v.date)
 
 
 def _file_id(source: str, file: str) -> str:
