@@ -44,6 +44,7 @@ class OutputCheck:
     rtol: float
     note: str = ""
     tol_ratio: float = 0.0  # worst |out - ref| / (atol + rtol * |ref|): <= 1 passes
+    nonfinite: int = 0  # NaN/Inf where the reference is finite (poison left: never written?)
 
     @property
     def ok(self) -> bool:
@@ -56,8 +57,9 @@ class OutputCheck:
         what = f"output {self.index}" if self.index >= 0 else f"input {-1 - self.index}"
         if self.note:
             return f"{what}: {self.note}"
-        return (f"{what}: {self.bad}/{self.total} elements wrong (max abs error {self.max_abs_error:.3g}, "
-                f"atol {self.atol:g}, rtol {self.rtol:g})")
+        nf = f", {self.nonfinite} NaN/Inf (never written?)" if self.nonfinite else ""
+        return (f"{what}: {self.bad}/{self.total} elements wrong{nf} (max abs error over finite ones "
+                f"{self.max_abs_error:.3g}, atol {self.atol:g}, rtol {self.rtol:g})")
 
 
 def dtype_of(name: str) -> Any:
@@ -115,7 +117,7 @@ def compare(out: Any, ref: Any, atol: float, rtol: float, index: int) -> OutputC
                        float(torch.where(finite, rel, torch.zeros_like(rel)).max()) if n else 0.0,
                        int(bad.sum()), int(n), atol, rtol,
                        tol_ratio=float("inf") if bool((~finite & ~same_nonfinite).any()) else
-                       (float(ratio.max()) if n else 0.0))
+                       (float(ratio.max()) if n else 0.0), nonfinite=int((~finite & ~same_nonfinite).sum()))
 
 
 class LaunchFailed(Exception):
@@ -181,7 +183,8 @@ class Case:
 
     @property
     def label(self) -> str:
-        return f"{self.name} [{shape_label(self.shape)}] {self.dtype} seed {self.seed}"
+        shape = f" [{shape_label(self.shape)}]" if self.shape else ""
+        return f"{self.name}{shape} {self.dtype} seed {self.seed}"
 
 
 @dataclass
@@ -238,21 +241,24 @@ def judge(res: SameResults, run: Runner, orig: Any, cand: Any, case: Case, why: 
     return False
 
 
+REPEAT = "right on the first call, wrong on the second: a cached result, or work done only on the first call?"
+
+
 def fresh_shapes(shape: dict[str, int], fixed: tuple[str, ...], rng: random.Random, n: int) -> list[dict[str, int]]:
     """``n`` shapes near ``shape``: every size not in ``fixed`` moved by a small random
-    amount (never onto a multiple of 16 it was not on, which is what special-casing keys on)."""
+    amount, up in the first shape and down in the second (a size baked into a candidate
+    shows going up; an unguarded read past the end, going down), then either way."""
     out = []
-    for _ in range(n):
+    for i in range(n):
         new = {}
         for k, v in shape.items():
             if k in fixed or not isinstance(v, int) or isinstance(v, bool):
                 new[k] = v
                 continue
-            step = max(1, v // 16)
-            cand = v
-            while cand == v or cand < 1:
-                cand = v + rng.choice((-1, 1)) * rng.randint(1, min(step, 7))
-            new[k] = cand
+            step = max(1, min(v // 16, 7))
+            sign = 1 if i == 0 else -1 if i == 1 else rng.choice((-1, 1))
+            cand = v + sign * rng.randint(1, step)
+            new[k] = cand if cand >= 1 else v + rng.randint(1, step)
         if new != shape and new not in out:
             out.append(new)
     return out
@@ -270,7 +276,7 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
     for name in shape_names:
         for dt in dtypes:
             for s in (seed, seed + 1):
-                if not judge(res, run, orig, cand, Case(name, h.shapes[name], dt, s)):
+                if not judge(res, run, orig, cand, Case(name, h.shapes[name], dt, s), REPEAT if s != seed else ""):
                     return res
     # fresh shapes, against special-casing
     rng = random.Random(seed)

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from skel.verifier.correctness import (Case, LaunchFailed, OutputCheck, SameResults, compare, fp64, judge,
+from skel.verifier.correctness import (REPEAT, Case, LaunchFailed, OutputCheck, SameResults, compare, fp64, judge,
                                        shape_label, unchanged)
 from skel.verifier.harness import Harness
 
@@ -195,9 +195,10 @@ def same_results(p: Problem, *, fresh: int = 2) -> SameResults:
     res = SameResults()
     res.notes.extend(p.notes)
     p.notes = res.notes  # notes made while running land in the result
-    dtype = p.dtype or "as get_inputs makes them"
+    dtype = p.dtype or "(get_inputs' dtype)"
     for s in (p.seed, p.seed + 1):
-        if not judge(res, p.run, p.model, p.model_new, Case("get_inputs()", {}, dtype, s)):
+        why = REPEAT if s != p.seed else ""
+        if not judge(res, p.run, p.model, p.model_new, Case("get_inputs()", {}, dtype, s), why):
             return res
     consts = p.constants()
     if not consts:

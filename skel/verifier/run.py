@@ -271,7 +271,7 @@ def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: 
             raise UsageError(f"--dtype {req.dtype}: the harness has {', '.join(h.dtypes)}")
         res = correctness.same_results(h, orig_fn, cand_fn, shape_names=names, dtypes=dtypes, seed=req.seed,
                                        device=req.device, tolerance=req.tolerance,
-                                       fresh=1 if req.device == "cpu" else 2)
+                                       fresh=2)
         if h.split is None:
             run.unchecked.append("partitioned vs whole not checked (the harness has no split)")
         if not h.length:
