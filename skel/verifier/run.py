@@ -106,6 +106,10 @@ def verify(req: Request) -> VerifyResult:
             _stage_tests(run)
         if run.verdict is None:
             _stage_timing(run, h, orig_fn, cand_fn)
+    checked = [s for s in run.stages if s.name in ("same results", "tests", "faster") and s.status == "passed"]
+    if run.verdict in ("correct", "faster", "no-effect", "slower") and not any(
+            s.name in ("same results", "tests") for s in checked):
+        raise VerifyError("nothing checked, so no verdict: " + "; ".join(run.unchecked[:3]))
     for name in ("applied", "same results", "tests", "faster"):
         if not any(s.name == name for s in run.stages):
             run.skip(name, f"not run: the verdict was decided before ({run.verdict})")
@@ -191,6 +195,12 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
     if run.verdict is not None:
         return
     req = run.req
+    if req.candidate.resolve() != req.original.resolve():
+        a, b = (ast.dump(ast.parse(p.read_text(encoding="utf-8"))) for p in (req.original, req.candidate))
+        if a == b:
+            run.stop("applied", "no-op", "the candidate's syntax tree is the original's (only comments or "
+                     "formatting differ)")
+            return
     try:
         from skel.verifier import applied  # type: ignore[attr-defined]
     except ImportError:
@@ -207,17 +217,11 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
 
 
 def _applied_fallback(run: _Run) -> None:
-    """Until the GPU-side applied stage is installed: parse, textual no-op, technique present."""
+    """Until the GPU-side applied stage is installed: the technique present, nothing more."""
     req = run.req
     notes = ["applied stage module not installed: checked the parse, an unchanged syntax tree, and the technique"]
     run.unchecked.append("machine code not compared (applied stage not available)")
     same_file = req.candidate.resolve() == req.original.resolve()
-    if not same_file:
-        a, b = (ast.dump(ast.parse(p.read_text(encoding="utf-8"))) for p in (req.original, req.candidate))
-        if a == b:
-            run.stop("applied", "no-op", "the candidate's syntax tree is the original's (only comments or "
-                     "formatting differ)", notes)
-            return
     if req.skeleton:
         from skel.kernels.triton import extract_file
         from skel.skeletons.registry import get
