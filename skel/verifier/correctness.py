@@ -225,8 +225,8 @@ def judge(res: SameResults, run: Runner, orig: Any, cand: Any, case: Case, why: 
         failure = "; ".join(c.describe() for c in bad[:3])
         raised = False
     except LaunchFailed as e:
-        checks, bad, failure, raised = [], [None], f"raised {e}", True
-    if not bad:
+        checks, failure, raised = [], f"raised {e}", True
+    if not raised and not bad:
         res.absorb(case, checks)
         return True
     try:

@@ -191,6 +191,14 @@ def _load(run: _Run, orig: Any, cand: Any) -> tuple[Any, Any, Any, Any]:
 
 # --- stages ----------------------------------------------------------------------------------
 
+def _gpu_stage(name: str) -> Any:
+    """A GPU-side stage module (applied, timing, launch, gpu), imported when needed;
+    ImportError when it is not installed, which the caller turns into a note."""
+    import importlib
+
+    return importlib.import_module(f"skel.verifier.{name}")
+
+
 def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
     if run.verdict is not None:
         return
@@ -202,7 +210,7 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
                      "formatting differ)")
             return
     try:
-        from skel.verifier import applied  # type: ignore[attr-defined]
+        applied = _gpu_stage("applied")
     except ImportError:
         _applied_fallback(run)
         return
@@ -332,13 +340,13 @@ def _stage_timing(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
         return
     try:
         if h.measure == "kernel":
-            from skel.verifier import timing  # type: ignore[attr-defined]
+            timing = _gpu_stage("timing")
 
             names = [s for s in (req.shapes or h.gpu_shapes)]
             t = timing.time_pair(h, orig_fn, cand_fn, device=req.device, shapes=names,
                                  dtype=req.dtype or h.dtypes[0], seed=req.seed)
         else:
-            from skel.verifier import launch  # type: ignore[attr-defined]
+            launch = _gpu_stage("launch")
 
             t = launch.measure(h, orig_fn, cand_fn, req.device)
     except ImportError as e:
@@ -360,7 +368,7 @@ def _stage_timing(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
 
 def _environment(device: str) -> dict[str, Any]:
     try:
-        from skel.verifier import gpu  # type: ignore[attr-defined]
+        gpu = _gpu_stage("gpu")
 
         facts = gpu.device_facts(device)
         return {k: facts.get(k) if isinstance(facts, dict) else getattr(facts, k, None)
