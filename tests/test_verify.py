@@ -20,6 +20,24 @@ ORIGINAL = CHEATERS / "rowsum.py"
 KB = CHEATERS / "kb_original.py"
 
 
+@pytest.fixture(autouse=True)
+def _no_offline_compile(request, monkeypatch):
+    """The applied stage compiles both sides offline for sm_90 to compare machine code (seconds
+    a pair; its own tests cover it). Here it is stubbed, except in the one test that checks
+    the whole run on a correct candidate."""
+    if request.node.name.startswith("test_a_correct_candidate"):
+        return
+    try:
+        import skel.verifier.applied as applied
+    except ImportError:
+        return
+
+    def stub(*_a, **_k):
+        raise NotImplementedError("stubbed in tests/test_verify.py")
+
+    monkeypatch.setattr(applied, "compare_machine_code", stub, raising=False)
+
+
 def verify(candidate: str, original=ORIGINAL, **kw):
     return api.verify(original, CHEATERS / candidate, device="cpu", **kw)
 
@@ -60,7 +78,7 @@ def test_a_correct_candidate_passes_and_says_what_the_cpu_did_not_check():
     assert "seed 1" in checked and "fresh from tiny" in checked and "split" in checked
     assert "error growth over N" in checked
     unchecked = " ".join(r.unchecked)
-    assert "no timing on the CPU" in unchecked and "machine code not compared" in unchecked
+    assert "no timing on the CPU" in unchecked and "machine code" in unchecked  # not compared, or offline only
     assert next(s for s in r.stages if s.name == "faster").status == "skipped"
     rec = r.record
     assert rec.device.startswith("cpu") and rec.torch and rec.triton and rec.max_error["out0"] < 1e-4
