@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from skel.skeletons.base import Skeleton, Target
     from skel.skeletons.status import StatusReport
     from skel.store.knowledge import KnowledgeBase, SourceRecord
+    from skel.verifier.run import VerifyResult
 
 Progress = Callable[[int, int, str], None]  # (done, total, label), label "store" while storing
 
@@ -241,3 +242,53 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
         return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress)
     except OSError as exc:  # the source vanished, or git failed while reading it
         raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
+
+
+# --- verify ------------------------------------------------------------------------------
+
+def verify(original: str | Path | None = None, candidate: str | Path | None = None, *, example: str | None = None,
+           kernel: str | None = None, skeleton: str | None = None, harness: str | Path | None = None,
+           tests: list[str] | tuple[str, ...] = (), device: str | None = None, shapes: list[str] | None = None,
+           dtype: str | None = None, seed: int = 0, tolerance: tuple[float, float] | None = None,
+           record: bool = False, store: str | None = None) -> VerifyResult:
+    """Verify CANDIDATE against ORIGINAL (or a skeleton's own example pair with ``example``):
+    applied? → same results → tests → faster? (GPU). ``device`` defaults to cuda when torch
+    sees a GPU, else cpu (Triton's interpreter, no timing). ``record`` writes the resulting
+    Verification to the store (created if needed)."""
+    import os
+
+    if example:
+        if original or candidate:
+            raise UsageError("give either ORIGINAL CANDIDATE or --example ID, not both")
+        from skel.skeletons.examples import example_path
+        from skel.skeletons.registry import get
+
+        get(example)  # NotFoundError for an unknown id
+        path = example_path(example)
+        if not path.is_file():
+            raise InputError(f"{example}: this skeleton has no runnable example ({path.name})")
+        original = candidate = path
+        skeleton = skeleton or example
+    elif not original or not candidate:
+        raise UsageError("give ORIGINAL and CANDIDATE (or --example ID)")
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise UsageError(f"--device {device!r}: cpu or cuda")
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # before the files under test import triton
+    elif os.environ.get("TRITON_INTERPRET") == "1":
+        raise UsageError("--device cuda with TRITON_INTERPRET=1 set: unset it to run on the GPU")
+    from skel.verifier.run import Request
+    from skel.verifier.run import verify as run_verify
+
+    req = Request(original=Path(original), candidate=Path(candidate), kernel=kernel, skeleton=skeleton,
+                  harness=Path(harness) if harness else None, tests=list(tests), device=device,
+                  shapes=list(shapes) if shapes else None, dtype=dtype, seed=seed, tolerance=tolerance,
+                  subject="example" if example else "user", sides=("before", "after") if example else None)
+    result = run_verify(req)
+    if record:
+        open_store(store, create=True).add_verification(result.record)
+    return result

@@ -78,7 +78,10 @@ def cli(debug: bool) -> None:
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
       skel skeletons list                   # the catalog
 
-    Exit codes: 0 success (suggestions found), 1 no suggestion, 2 error.
+      skel verify original.py candidate.py  # same results? faster? (see `skel verify --help`)
+
+    Exit codes: 0 success (suggestions found), 1 no suggestion, 2 error; `skel verify` adds
+    3-8, one per verdict (see its --help).
     """
 
 
@@ -183,6 +186,97 @@ def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt,
     else:
         click.echo(render.text(results, show_template=not no_template), nl=False)
     sys.exit(EXIT_OK if any(r.suggestions for r in results) else EXIT_NO_SUGGESTION)
+
+
+# --- verify ------------------------------------------------------------------------------
+
+def _csv(_ctx, _param, value):
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _tolerance(_ctx, _param, value):
+    if not value:
+        return None
+    try:
+        atol, rtol = (float(v) for v in value.split(","))
+    except ValueError:
+        raise click.BadParameter("expected ATOL,RTOL, e.g. 1e-5,1e-5") from None
+    return atol, rtol
+
+
+@cli.command(context_settings={"max_content_width": 100})
+@click.argument("original", required=False, type=click.Path(path_type=str))
+@click.argument("candidate", required=False, type=click.Path(path_type=str))
+@click.option("--example", metavar="ID", help="Verify a skeleton's own example pair (original = before, "
+              "candidate = after).")
+@click.option("--kernel", metavar="NAME", help="The launcher to call in both files (default: run), and the kernel "
+              "named in the record.")
+@click.option("--skeleton", metavar="ID", help="The technique the change applies: it must be detected in the "
+              "candidate.")
+@click.option("--harness", metavar="FILE", type=click.Path(path_type=str),
+              help="The harness (docs/harness.md) when it is not in ORIGINAL.")
+@click.option("--tests", metavar="PATH", multiple=True, help="pytest files or node ids that cover the kernel: run "
+              "with the original, then with the candidate in its place (repeatable).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Default: cuda when torch sees a GPU, else cpu "
+              "(Triton's interpreter; no timing).")
+@click.option("--shapes", metavar="A,B", callback=_csv, help="Harness shape names (default: the device's shapes).")
+@click.option("--dtype", metavar="D", help="One dtype (default: every harness dtype; timing uses the first).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--tolerance", metavar="ATOL,RTOL", callback=_tolerance,
+              help="Override the harness's tolerance (KernelBench default: 1e-2,1e-2).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("-v", "--verbose", is_flag=True, help="Text format: list every case checked.")
+@click.option("--record/--no-record", default=False, show_default=True,
+              help="Write the Verification record to the knowledge base.")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def verify(original, candidate, example, kernel, skeleton, harness, tests, device, shapes, dtype, seed, tolerance,
+           fmt, as_json, verbose, record, store):
+    """Verify that CANDIDATE computes what ORIGINAL does, and whether it is faster.
+
+    \b
+    Stages, in order; the first that decides stops the run:
+      applied?      the candidate parses, is not the original (no-op), and with
+                    --skeleton shows the technique; on a GPU, not the same machine code
+      same results  fresh inputs over several shapes and seeds, perturbed shapes,
+                    outputs poisoned, NaN/Inf never pass, inputs unchanged, no
+                    aliasing, partitioned vs whole (split), error growth (LENGTH)
+      tests         the project's tests (--tests) with the candidate in place
+      faster?       GPU only: interleaved timing against the noise floor
+
+    \b
+    Formats: a skel harness (docs/harness.md: launcher `run` in each file, or
+    before/after in one), KernelBench (Model/get_inputs/get_init_inputs in ORIGINAL,
+    ModelNew in CANDIDATE), or only --tests.
+
+    \b
+    On the CPU the report lists what it could not check (timing, machine code,
+    interpreter limits). It never reports a pass for what it did not look at.
+
+    \b
+    Exit codes:
+      0  faster, or correct and not timed (CPU)
+      2  error (bad input, nothing could be checked)
+      3  no effect (inside the noise floor)
+      4  slower
+      5  wrong results, or a cheat caught
+      6  not applied, or a no-op
+      7  the project's tests fail with the candidate
+      8  the candidate does not compile or run
+    """
+    from skel.verifier import report
+
+    result = api.verify(original, candidate, example=example, kernel=kernel, skeleton=skeleton, harness=harness,
+                        tests=list(tests), device=device, shapes=shapes, dtype=dtype, seed=seed, tolerance=tolerance,
+                        record=record, store=store)
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
+        click.echo(report.as_json(result))
+    elif fmt == "markdown":
+        click.echo(report.markdown(result), nl=False)
+    else:
+        click.echo(report.text(result, verbose=verbose), nl=False)
+    sys.exit(result.exit_code)
 
 
 # --- skeletons ---------------------------------------------------------------------------

@@ -15,6 +15,22 @@ EXIT_NO_SUGGESTION = 1  # suggest ran fine and no skeleton applies: not an error
 EXIT_ERROR = 2  # any error, expected or internal
 EXIT_INTERRUPTED = 130  # Ctrl-C during a mine (the store stays consistent)
 
+# `skel verify`: one code per verdict, so a script can tell the outcomes apart. 1 stays
+# "no suggestion" (suggest's) and 2 stays "error", for every command.
+EXIT_NO_EFFECT = 3  # same results, speed difference inside the noise floor
+EXIT_SLOWER = 4  # same results, slower beyond the noise floor
+EXIT_WRONG = 5  # different results from the reference, or a cheat caught
+EXIT_NOT_APPLIED = 6  # the change is not there: does not parse, technique absent, or a no-op
+EXIT_TESTS_FAILED = 7  # the project's own tests fail with the candidate in place
+EXIT_FAILED = 8  # the candidate does not compile or launch
+
+#: verdict (skel.store.evidence.VERDICTS) -> exit code of `skel verify`
+VERDICT_EXIT = {
+    "faster": EXIT_OK, "correct": EXIT_OK, "no-effect": EXIT_NO_EFFECT, "slower": EXIT_SLOWER,
+    "wrong": EXIT_WRONG, "not-applied": EXIT_NOT_APPLIED, "no-op": EXIT_NOT_APPLIED,
+    "tests-failed": EXIT_TESTS_FAILED, "failed": EXIT_FAILED,
+}
+
 
 class SkelError(Exception):
     """An expected failure whose message is meant for the user."""
@@ -49,6 +65,13 @@ class NotFoundError(SkelError):
     """A named thing (a skeleton id) does not exist."""
 
     kind = "not-found"
+
+
+class VerifyError(SkelError):
+    """A verification that cannot conclude: nothing could be checked (say why), or the
+    harness itself is inconsistent (the original fails its own reference everywhere)."""
+
+    kind = "verify"
 
 
 class SkeletonError(SkelError):

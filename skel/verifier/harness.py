@@ -50,7 +50,7 @@ class Harness:
     @classmethod
     def from_module(cls, module: ModuleType, path: Path | None = None) -> "Harness":
         missing = [n for n in REQUIRED if not hasattr(module, n)]
-        where = path or getattr(module, "__file__", module.__name__)
+        where: Path | str = path or getattr(module, "__file__", None) or module.__name__
         if missing:
             raise InputError(f"{where}: not a skel harness (missing {', '.join(missing)}; see docs/harness.md)")
         h = cls(module, Path(str(where)))

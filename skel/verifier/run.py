@@ -1,0 +1,450 @@
+"""The verifier's orchestration: stages in order, one Verification record, one report.
+
+applied? → same results → tests → faster? — the first stage that decides a verdict stops
+the run (a no-op is not timed, a wrong candidate is not tested). Every stage that did not
+run, and everything the run could not check on this machine, is listed in ``unchecked``:
+a report never reads as a pass for something that was not looked at.
+
+The GPU stages (``applied``'s machine-code comparison, ``timing``, ``launch``, ``gpu``) are
+imported lazily; where one is missing the run says so and goes on with what it can check.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from skel.errors import VERDICT_EXIT, InputError, UsageError, VerifyError
+from skel.store.evidence import ShapeResult, Verification
+
+
+@dataclass
+class StageReport:
+    """One stage's outcome: passed, failed (it decided the verdict), or skipped (and why)."""
+
+    name: str  # "applied" | "same results" | "tests" | "faster"
+    status: str  # "passed" | "failed" | "skipped"
+    detail: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerifyResult:
+    record: Verification
+    stages: list[StageReport]
+    unchecked: list[str]  # what this run could not check, in plain words
+    format: str  # "harness" | "kernelbench" | "tests"
+    original: str
+    candidate: str
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.record.verdict]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record": self.record.to_dict(), "stages": [asdict(s) for s in self.stages],
+                "unchecked": self.unchecked, "format": self.format, "original": self.original,
+                "candidate": self.candidate, "exit_code": self.exit_code}
+
+
+@dataclass
+class Request:
+    """What to verify, as the command line or the API was asked."""
+
+    original: Path
+    candidate: Path
+    kernel: str | None = None
+    skeleton: str | None = None
+    harness: Path | None = None
+    tests: list[str] = field(default_factory=list)
+    device: str = "cpu"
+    shapes: list[str] | None = None
+    dtype: str | None = None
+    seed: int = 0
+    tolerance: tuple[float, float] | None = None
+    subject: str = "user"
+    sides: tuple[str, str] | None = None  # launcher names in one file (an example's before/after)
+
+
+class _Run:
+    """The state of one verification as the stages fill it in."""
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+        self.stages: list[StageReport] = []
+        self.unchecked: list[str] = []
+        self.format = "harness"
+        self.verdict: str | None = None
+        self.detail = ""
+        self.shapes: list[str] = []
+        self.dtypes: list[str] = []
+        self.max_error: dict[str, float] = {}
+        self.timing: Any = None
+
+    def stop(self, stage: str, verdict: str, detail: str, notes: list[str] | None = None) -> None:
+        self.stages.append(StageReport(stage, "failed", detail, notes or []))
+        self.verdict, self.detail = verdict, detail
+
+    def skip(self, stage: str, why: str) -> None:
+        self.stages.append(StageReport(stage, "skipped", why))
+
+
+def verify(req: Request) -> VerifyResult:
+    run = _Run(req)
+    orig_mod, cand_mod = _stage_applied_parse(run)
+    if run.verdict is None:
+        h, orig_fn, cand_fn, problem = _load(run, orig_mod, cand_mod)
+        _stage_applied(run, h, orig_fn, cand_fn, problem)
+        if run.verdict is None:
+            _stage_same_results(run, h, orig_fn, cand_fn, problem)
+        if run.verdict is None:
+            _stage_tests(run)
+        if run.verdict is None:
+            _stage_timing(run, h, orig_fn, cand_fn)
+    checked = [s for s in run.stages if s.name in ("same results", "tests", "faster") and s.status == "passed"]
+    if run.verdict in ("correct", "faster", "no-effect", "slower") and not any(
+            s.name in ("same results", "tests") for s in checked):
+        raise VerifyError("nothing checked, so no verdict: " + "; ".join(run.unchecked[:3]))
+    for name in ("applied", "same results", "tests", "faster"):
+        if not any(s.name == name for s in run.stages):
+            run.skip(name, f"not run: the verdict was decided before ({run.verdict})")
+    order = {"applied": 0, "same results": 1, "tests": 2, "faster": 3}
+    run.stages.sort(key=lambda s: order[s.name])
+    orig_label, cand_label = str(req.original), str(req.candidate)
+    if req.sides:
+        orig_label, cand_label = f"{req.original}::{req.sides[0]}", f"{req.candidate}::{req.sides[1]}"
+    return VerifyResult(_record(run), run.stages, run.unchecked, run.format, orig_label, cand_label)
+
+
+# --- loading -------------------------------------------------------------------------------
+
+def _stage_applied_parse(run: _Run) -> tuple[ModuleType | None, ModuleType | None]:
+    """The candidate parses and imports; the original imports (else it is bad input)."""
+    from skel.verifier.harness import import_file
+
+    req = run.req
+    for p in (req.original, req.candidate):
+        if not p.is_file():
+            raise InputError(f"{p}: no such file")
+    try:
+        ast.parse(req.candidate.read_text(encoding="utf-8"), str(req.candidate))
+    except SyntaxError as e:
+        run.stop("applied", "not-applied", f"the candidate does not parse: line {e.lineno}: {e.msg}")
+        return None, None
+    orig = import_file(req.original)
+    if req.candidate.resolve() == req.original.resolve():
+        return orig, orig
+    try:
+        cand = import_file(req.candidate)
+    except InputError as e:
+        run.stop("applied", "failed", f"the candidate does not import: {e}")
+        return orig, None
+    return orig, cand
+
+
+def _launcher(mod: ModuleType, names: list[str], path: Path) -> Any:
+    for n in names:
+        fn = getattr(mod, n, None)
+        if callable(fn) and type(fn).__name__ not in ("JITFunction", "Autotuner", "Heuristics"):
+            return fn
+    raise InputError(f"{path}: no launcher ({' or '.join(names)}); a launcher takes inputs then outputs "
+                     "(docs/harness.md)")
+
+
+def _load(run: _Run, orig: Any, cand: Any) -> tuple[Any, Any, Any, Any]:
+    """(harness, original launcher, candidate launcher, KernelBench problem or None)."""
+    from skel.verifier import harness as hm
+    from skel.verifier import kernelbench as kb
+
+    req = run.req
+    is_harness = all(hasattr(orig, n) for n in hm.REQUIRED)
+    if req.harness or is_harness:
+        h = hm.Harness.from_file(req.harness) if req.harness else hm.Harness.from_module(orig, req.original)
+        if req.sides:
+            return h, h.launcher(req.sides[0]), h.launcher(req.sides[1]), None
+        if cand is orig:
+            return h, h.launcher("before"), h.launcher("after"), None
+        names = [n for n in (req.kernel, "run") if n]
+        return h, _launcher(orig, names, req.original), _launcher(cand, names, req.candidate), None
+    if kb.is_kernelbench(orig):
+        run.format = "kernelbench"
+        p = kb.Problem(orig, cand, req.device, req.seed, req.tolerance or getattr(orig, "TOLERANCE", None)
+                       or kb.DEFAULT_TOLERANCE, req.dtype)
+        try:
+            p.build()
+        except kb.LaunchFailed as e:
+            run.stop("applied", "failed", str(e))
+            return None, None, None, None
+        h, of, cf = kb.to_harness(p)
+        return h, of, cf, p
+    if req.tests:
+        run.format = "tests"
+        return None, None, None, None
+    raise InputError(f"{req.original}: neither a skel harness (docs/harness.md: {', '.join(hm.REQUIRED)}) nor "
+                     "KernelBench (Model, get_inputs, get_init_inputs); give --harness FILE or --tests PATH")
+
+
+# --- stages ----------------------------------------------------------------------------------
+
+def _gpu_stage(name: str) -> Any:
+    """A GPU-side stage module (applied, timing, launch, gpu), imported when needed;
+    ImportError when it is not installed, which the caller turns into a note."""
+    import importlib
+
+    return importlib.import_module(f"skel.verifier.{name}")
+
+
+def _host_code_differs(orig_fn: Any, cand_fn: Any, problem: Any) -> bool:
+    """Whether the launchers (KernelBench: the forward methods) differ other than in the
+    names of the kernels they launch. Unreadable source counts as different: the run then
+    goes on to check results, which never passes anything silently."""
+    import inspect
+
+    if problem is not None:
+        orig_fn, cand_fn = type(problem.model).forward, type(problem.model_new).forward
+
+    def shape(fn: Any) -> str:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(fn)))
+        glb = getattr(fn, "__globals__", {})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and type(glb.get(node.id)).__name__ in ("JITFunction", "Autotuner",
+                                                                                  "Heuristics"):
+                node.id = "KERNEL"
+            if isinstance(node, ast.FunctionDef):
+                node.name = "LAUNCHER"
+        return ast.dump(tree)
+
+    try:
+        return shape(orig_fn) != shape(cand_fn)
+    except (OSError, TypeError, SyntaxError):
+        return True
+
+
+def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any = None) -> None:
+    if run.verdict is not None:
+        return
+    req = run.req
+    if req.candidate.resolve() != req.original.resolve():
+        a, b = (ast.dump(ast.parse(p.read_text(encoding="utf-8"))) for p in (req.original, req.candidate))
+        if a == b:
+            run.stop("applied", "no-op", "the candidate's syntax tree is the original's (only comments or "
+                     "formatting differ)")
+            return
+    try:
+        applied = _gpu_stage("applied")
+    except ImportError:
+        _applied_fallback(run)
+        return
+    r = applied.check_applied(req.original, req.candidate, kernel=req.kernel, skeleton=req.skeleton, harness=h,
+                              orig_fn=orig_fn, cand_fn=cand_fn, device=req.device)
+    notes = list(r.notes)
+    if r.verdict == "no-op" and _host_code_differs(orig_fn, cand_fn, problem):
+        # same kernels, different host code (grid, caching, what runs when): not a no-op
+        # until the next stages say what the host change does
+        notes.append(f"{r.detail}; but the host code differs, so the run goes on")
+    elif r.verdict:
+        run.stop("applied", r.verdict, r.detail, notes)
+        return
+    run.stages.append(StageReport("applied", "passed", r.detail, notes))
+    if req.device == "cpu":
+        said = " ".join(r.notes).lower()
+        if "offline" in said and "not compared" not in said:
+            run.unchecked.append("machine code compared offline only (compiled for the GPU target, not run): "
+                                 "launch grids and the installed driver's code not compared")
+        else:
+            run.unchecked.append("machine code not compared (no GPU): a no-op change would not be caught here")
+
+
+def _applied_fallback(run: _Run) -> None:
+    """Until the GPU-side applied stage is installed: the technique present, nothing more."""
+    req = run.req
+    notes = ["applied stage module not installed: checked the parse, an unchanged syntax tree, and the technique"]
+    run.unchecked.append("machine code not compared (applied stage not available)")
+    same_file = req.candidate.resolve() == req.original.resolve()
+    if req.skeleton:
+        from skel.kernels.triton import extract_file
+        from skel.skeletons.registry import get
+
+        sk = get(req.skeleton)
+        text = req.candidate.read_text(encoding="utf-8")
+        kernels = [k for k in extract_file(text, str(req.candidate))
+                   if not same_file or k.name.startswith(req.sides[1] if req.sides else "after")]
+        if not any(sk.assess(k).present is not None for k in kernels):
+            run.stop("applied", "not-applied", f"{req.skeleton}: the technique is not detected in the candidate's "
+                     f"kernels ({', '.join(k.name for k in kernels) or 'none found'})", notes)
+            return
+        notes.append(f"{req.skeleton}: detected in the candidate")
+    run.stages.append(StageReport("applied", "passed", "the candidate parses and differs from the original", notes))
+
+
+def _shape_names(run: _Run, h: Any) -> list[str]:
+    req = run.req
+    if req.shapes:
+        unknown = [s for s in req.shapes if s not in h.shapes]
+        if unknown:
+            raise UsageError(f"--shapes: unknown {', '.join(unknown)}; the harness has {', '.join(h.shapes)}")
+        return list(req.shapes)
+    if req.device == "cpu":
+        return list(h.cpu_shapes)
+    return list(dict.fromkeys([*h.cpu_shapes, *h.gpu_shapes, *h.check_only]))
+
+
+def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any) -> None:
+    from skel.verifier import correctness, kernelbench
+
+    req = run.req
+    if run.format == "tests":
+        run.skip("same results", "no harness or KernelBench problem: only the project's tests check results")
+        run.unchecked.append("same results not checked against a reference (no harness): the tests are the check")
+        return
+    if problem is not None:
+        res = kernelbench.same_results(problem)
+        if req.device == "cpu":
+            run.unchecked.append("allocator not poisoned on the CPU (each output is fresh memory there)")
+    else:
+        if req.device == "cpu" and h.cpu_skip:
+            run.skip("same results", f"the CPU interpreter cannot run this problem: {h.cpu_skip}")
+            run.unchecked.append(f"same results not checked on the CPU: {h.cpu_skip}")
+            return
+        names = _shape_names(run, h)
+        if not names:
+            raise VerifyError(f"{h.path}: no shape to check on {req.device} (CPU_SHAPES is empty)")
+        dtypes = [req.dtype] if req.dtype else list(h.dtypes)
+        if req.dtype and req.dtype not in h.dtypes:
+            raise UsageError(f"--dtype {req.dtype}: the harness has {', '.join(h.dtypes)}")
+        res = correctness.same_results(h, orig_fn, cand_fn, shape_names=names, dtypes=dtypes, seed=req.seed,
+                                       device=req.device, tolerance=req.tolerance,
+                                       fresh=2)
+        if h.split is None:
+            run.unchecked.append("partitioned vs whole not checked (the harness has no split)")
+        if not h.length:
+            run.unchecked.append("error growth with length not checked (the harness has no LENGTH)")
+    run.shapes, run.dtypes, run.max_error = res.shapes, res.dtypes, res.max_error
+    notes = [*res.notes, *(f"inconclusive: {c}" for c in res.inconclusive)]
+    if res.inconclusive:
+        run.unchecked.append(f"{len(res.inconclusive)} case(s) inconclusive: the original fails them too")
+    if req.device == "cpu":
+        if "bfloat16" in res.dtypes or any("bfloat16" in c for c in res.inconclusive):
+            run.unchecked.append("bf16 tl.dot (where used) is unreliable under the interpreter: bf16 results "
+                                 "on the CPU prove little; check on a GPU")
+        run.unchecked.append("tl.dot input_precision is ignored by the interpreter: TF32 drift does not show "
+                             "on the CPU")
+    if res.verdict:
+        run.stop("same results", res.verdict, res.detail, notes)
+        return
+    if not res.checked:
+        raise VerifyError("nothing checked: the original fails every case too (is the harness's reference "
+                          "right?): " + "; ".join(res.inconclusive[:3]))
+    run.stages.append(StageReport("same results", "passed", f"{len(res.checked)} case(s) match the reference",
+                                  [*(f"passed: {c}" for c in res.checked), *notes]))
+
+
+def _stage_tests(run: _Run) -> None:
+    req = run.req
+    if not req.tests:
+        run.skip("tests", "no --tests given")
+        return
+    from skel.verifier.tests_stage import run_tests
+
+    r = run_tests(req.tests, req.original, req.candidate, device=req.device)
+    if r.verdict:
+        run.stop("tests", r.verdict, r.detail, r.notes)
+        return
+    if not r.candidate.passed:
+        if run.format == "tests":
+            raise VerifyError(f"nothing checked: {r.detail}")
+        run.unchecked.append("the given tests checked nothing")
+    run.stages.append(StageReport("tests", "passed", r.detail, r.notes))
+
+
+def _stage_timing(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
+    req = run.req
+    if req.device == "cpu":
+        run.skip("faster", "no timing on the CPU (TRITON_INTERPRET=1): speed not measured")
+        run.unchecked.append("no timing on the CPU: whether the candidate is faster is unknown")
+        run.verdict, run.detail = "correct", "same results; not timed (CPU)"
+        return
+    if h is None:
+        run.skip("faster", "no harness to time with (tests only)")
+        run.unchecked.append("no timing: only tests were given, no harness")
+        run.verdict, run.detail = "correct", "tests pass; not timed"
+        return
+    try:
+        if h.measure == "kernel":
+            timing = _gpu_stage("timing")
+
+            names = [s for s in (req.shapes or h.gpu_shapes)]
+            t = timing.time_pair(h, orig_fn, cand_fn, device=req.device, shapes=names,
+                                 dtype=req.dtype or h.dtypes[0], seed=req.seed)
+        else:
+            launch = _gpu_stage("launch")
+
+            t = launch.measure(h, orig_fn, cand_fn, req.device)
+    except ImportError as e:
+        run.skip("faster", f"timing stage not available ({e})")
+        run.unchecked.append("no timing: the timing stage is not installed")
+        run.verdict, run.detail = "correct", "same results; not timed (no timing stage)"
+        return
+    run.timing = t
+    detail = (f"speedup {t.speedup:.3f}x ± {t.spread or 0:.3f} (noise {t.noise or 0:.3f}) by {t.method}"
+              if t.speedup is not None else f"{t.verdict} ({t.method})")
+    if t.verdict == "wrong":
+        run.stop("faster", "wrong", "; ".join(t.notes) or detail, list(t.notes))
+        return
+    run.stages.append(StageReport("faster", "passed" if t.verdict == "faster" else "failed", detail, list(t.notes)))
+    run.verdict, run.detail = t.verdict, detail
+
+
+# --- the record --------------------------------------------------------------------------------
+
+def _environment(device: str) -> dict[str, Any]:
+    try:
+        gpu = _gpu_stage("gpu")
+
+        facts = gpu.device_facts(device)
+        return {k: facts.get(k) if isinstance(facts, dict) else getattr(facts, k, None)
+                for k in ("device", "cc", "backend", "torch", "triton", "driver")}
+    except Exception:  # noqa: BLE001 - not merged yet, or no GPU: fall back to what torch says
+        pass
+    import torch
+
+    try:
+        import triton
+
+        tv = triton.__version__
+    except ImportError:
+        tv = None
+    env: dict[str, Any] = {"torch": torch.__version__, "triton": tv, "driver": None, "cc": None}
+    if device.startswith("cuda"):
+        major, minor = torch.cuda.get_device_capability()
+        env.update(device=torch.cuda.get_device_name(), cc=major * 10 + minor,
+                   backend="rocm" if getattr(torch.version, "hip", None) else "cuda")
+    else:
+        env.update(device="cpu (TRITON_INTERPRET=1)", backend="cpu")
+    return env
+
+
+def _record(run: _Run) -> Verification:
+    req = run.req
+    if req.subject == "example" and req.skeleton:
+        kernel = f"example:{req.skeleton}"
+    elif req.kernel:
+        kernel = f"{req.original}::{req.kernel}"
+    else:
+        kernel = "file:" + hashlib.sha1(req.original.read_bytes()).hexdigest()
+    t = run.timing
+    env = _environment(req.device)
+    assert run.verdict is not None
+    return Verification(
+        skeleton=req.skeleton or "", kernel=kernel, verdict=run.verdict, subject=req.subject,
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"), **env,
+        shapes=run.shapes, dtypes=run.dtypes, max_error=run.max_error,
+        speedup=getattr(t, "speedup", None), spread=getattr(t, "spread", None), noise=getattr(t, "noise", None),
+        timing=getattr(t, "method", None),
+        per_shape=[s if isinstance(s, ShapeResult) else ShapeResult(**s) for s in getattr(t, "per_shape", [])],
+        detail=run.detail)
