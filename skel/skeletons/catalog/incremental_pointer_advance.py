@@ -123,38 +123,4 @@ SKELETON = Skeleton(
     preconditions=[TILE_ADDRESS_RECOMPUTED],
     env=Env(),
     helps=("latency",),
-    before='''
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        a_ptrs = a_ptr + rm[:, None] * stride_am + (k * BK + rk)[None, :] * stride_ak
-        b_ptrs = b_ptr + (k * BK + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
-        a = tl.load(a_ptrs, mask=(k * BK + rk)[None, :] < K, other=0.0)
-        b = tl.load(b_ptrs, mask=(k * BK + rk)[:, None] < K, other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
-''',
-    after='''
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
-        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK * stride_ak
-        b_ptrs += BK * stride_bk
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
-''',
 )
