@@ -29,7 +29,11 @@ MoE backward kernels) depends on one of:
   arguments: Triton already specializes arguments divisible by 16, so the information is
   there and a hint adds nothing;
 - the hint might be false (odd strides, unaligned slices, views): a wrong
-  `multiple_of`/`max_contiguous` silently produces wrong results, not a slowdown;
+  `multiple_of`/`max_contiguous` silently produces wrong results, not a slowdown; the
+  tutorial's `% N` wrap is only safe to hint when N is a multiple of the vector width
+  (16 bytes / element size): with N = 50257 fp16 in a row-padded buffer the hinted
+  GEMM faulted with a misaligned address on an H200 (Triton 3.6), since the vectors
+  after the wrap start at unaligned columns;
 - scalar `//` / `%` on program ids (`i_b, i_h = i_bh // H, i_bh % H`) — that does not
   touch the vector offsets.
 

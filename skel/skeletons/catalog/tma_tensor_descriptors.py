@@ -29,7 +29,8 @@ References).
 
 ## Does not apply when
 - tiles are tiny (16x16 blocks, short loops): the descriptor setup costs more than it
-  saves; flash-linear-attention keeps its TMA path off unless `FLA_USE_TMA=1` is set
+  saves (this skeleton's example with K = 128, two K blocks, ran at 0.57x on an H200;
+  at K = 8192 it gained 5%); flash-linear-attention keeps its TMA path off unless `FLA_USE_TMA=1` is set
   (`fla/utils/hardware.py`, fla-core 0.6.0);
 - the GPU is pre-Hopper, or AMD other than gfx1250 (the same FLA file notes gfx942/gfx950
   do not lower descriptors to hardware copies); there the descriptor falls back to

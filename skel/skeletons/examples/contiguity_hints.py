@@ -10,10 +10,10 @@ import triton.language as tl
 
 # PAD: B is a view of a buffer whose rows are padded to a multiple of PAD elements (1: contiguous)
 SHAPES = {
-    "tiny": dict(M=37, N=70, K=88, PAD=8),            # no size a multiple of a block; a padded B
-    "lm_head": dict(M=8192, N=50257, K=2048, PAD=64),  # GPT-2 vocab in a buffer padded to 50304 columns:
-    #   N is not a multiple of 16, so `% N` tells the compiler nothing, though every row start is aligned
-    "lm_head_4k": dict(M=4096, N=50257, K=4096, PAD=64),
+    "tiny": dict(M=37, N=72, K=88, PAD=16),           # no size a multiple of a block; a padded B
+    "vocab": dict(M=8192, N=50264, K=2048, PAD=64),   # a vocab-sized N, a multiple of 8 but not of 16, in a
+    #   buffer padded to 50304 columns: `% N` tells the compiler nothing, though every row start is aligned
+    "vocab_4k": dict(M=4096, N=50264, K=4096, PAD=64),
     "square": dict(M=8192, N=8192, K=8192, PAD=1),    # does not apply: N is specialized as a multiple of 16,
     #   and Triton's axis analysis already keeps `(pid * BN + arange) % N` contiguous in runs of 16
     "huge": dict(M=266240, N=256, K=8192, PAD=1),     # A past 2**31 elements: row * stride_am must be int64
@@ -95,8 +95,9 @@ def after_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, 
     offs_am = (pid_m * BM + tl.arange(0, BM)) % M
     offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
     # each run of BM (BN) offsets is contiguous and starts at a multiple of BM (BN); `% N` hides that when N
-    # is not a multiple of 16. True here: the wrapped run of the last tile starts at 0, and a vector that
-    # straddles N reads the row's padding (columns >= N are never stored).
+    # is not a multiple of 16. Only true enough when N is a multiple of the vector (8 fp16): then every
+    # 16-byte vector of the wrapped last tile starts aligned (with N = 50257 this faulted on an H200:
+    # misaligned address).
     offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BM), BM)
     offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BN), BN)
     rk = tl.arange(0, BK)
