@@ -121,32 +121,4 @@ SKELETON = Skeleton(
     env=Env(triton="<3.9", known_bad=(
         KnownBad("block pointers were removed in Triton 3.9 in favour of tensor descriptors", triton=">=3.9"),)),
     helps=("memory",),
-    before='''
-@triton.jit
-def row_sum_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr):
-    pid = tl.program_id(0)
-    rows = pid * BM + tl.arange(0, BM)
-    acc = tl.zeros([BM], dtype=tl.float32)
-    for n0 in range(0, N, BN):
-        cols = n0 + tl.arange(0, BN)
-        ptrs = x_ptr + rows[:, None] * stride_m + cols[None, :]
-        mask = (rows[:, None] < M) & (cols[None, :] < N)
-        x = tl.load(ptrs, mask=mask, other=0.0)
-        acc += tl.sum(x, axis=1)
-    tl.store(y_ptr + rows, acc, mask=rows < M)
-''',
-    after='''
-@triton.jit
-def row_sum_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr):
-    pid = tl.program_id(0)
-    rows = pid * BM + tl.arange(0, BM)
-    acc = tl.zeros([BM], dtype=tl.float32)
-    p_x = tl.make_block_ptr(x_ptr, shape=(M, N), strides=(stride_m, 1), offsets=(pid * BM, 0),
-                            block_shape=(BM, BN), order=(1, 0))
-    for n0 in range(0, N, BN):
-        x = tl.load(p_x, boundary_check=(0, 1), padding_option="zero")
-        acc += tl.sum(x, axis=1)
-        p_x = tl.advance(p_x, (0, BN))
-    tl.store(y_ptr + rows, acc, mask=rows < M)
-''',
 )

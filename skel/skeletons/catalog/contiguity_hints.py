@@ -29,7 +29,11 @@ MoE backward kernels) depends on one of:
   arguments: Triton already specializes arguments divisible by 16, so the information is
   there and a hint adds nothing;
 - the hint might be false (odd strides, unaligned slices, views): a wrong
-  `multiple_of`/`max_contiguous` silently produces wrong results, not a slowdown;
+  `multiple_of`/`max_contiguous` silently produces wrong results, not a slowdown; the
+  tutorial's `% N` wrap is only safe to hint when N is a multiple of the vector width
+  (16 bytes / element size): with N = 50257 fp16 in a row-padded buffer the hinted
+  GEMM faulted with a misaligned address on an H200 (Triton 3.6), since the vectors
+  after the wrap start at unaligned columns;
 - scalar `//` / `%` on program ids (`i_b, i_h = i_bh // H, i_bh % H`) — that does not
   touch the vector offsets.
 
@@ -114,47 +118,4 @@ SKELETON = Skeleton(
     preconditions=[IRREGULAR_ADDRESS],
     env=Env(),
     helps=("memory",),
-    before='''
-@triton.jit
-def matmul_wrapped(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
-    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
-    offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + offs_am[:, None] * stride_am + (k0 + offs_k)[None, :],
-                    mask=(k0 + offs_k)[None, :] < K, other=0.0)
-        b = tl.load(b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :],
-                    mask=(k0 + offs_k)[:, None] < K, other=0.0)
-        acc = tl.dot(a, b, acc)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-''',
-    after='''
-@triton.jit
-def matmul_wrapped(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
-    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
-    # the wrap hides that each run of BM (BN) offsets is contiguous and starts at a multiple
-    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BM), BM)
-    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BN), BN)
-    offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + offs_am[:, None] * stride_am + (k0 + offs_k)[None, :],
-                    mask=(k0 + offs_k)[None, :] < K, other=0.0)
-        b = tl.load(b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :],
-                    mask=(k0 + offs_k)[:, None] < K, other=0.0)
-        acc = tl.dot(a, b, acc)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-''',
 )

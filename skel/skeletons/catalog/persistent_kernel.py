@@ -71,28 +71,4 @@ SKELETON = Skeleton(
     preconditions=[ONE_ROW_PER_PROGRAM, ROW_REDUCTION, ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
     env=Env(),
     helps=("latency", "occupancy"),
-    before='''
-@triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(y_ptr + row * y_row_stride + cols, x * rstd * w, mask=mask)
-''',
-    after='''
-@triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_rows, n_cols, eps,
-                    BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
-    # launched with grid = (min(n_rows, 4 * NUM_SMS),)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)  # once per program
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-        tl.store(y_ptr + row * y_row_stride + cols, x * rstd * w, mask=mask)
-''',
 )
