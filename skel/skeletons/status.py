@@ -63,8 +63,8 @@ class StatusReport:
     records: list["Verification"] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"status": self.status.value, "basis": self.basis.value if self.basis else None, "line": self.line, "speedup": self.speedup,
-                "kernels": self.kernels, "warnings": self.warnings,
+        return {"status": self.status.value, "basis": self.basis.value if self.basis else None,
+                "line": self.line, "speedup": self.speedup, "kernels": self.kernels, "warnings": self.warnings,
                 "records": [r.to_dict() for r in self.records]}
 
 
@@ -138,8 +138,9 @@ def status_of(records: list["Verification"], target: Target | None = None) -> St
     tried = {_minor(r.triton) for r in mine if r.triton}
     want = _minor(target.triton)
     if want and tried and want not in tried and status is not Status.REFUTED:
-        warnings.append(f"verified on Triton {', '.join(sorted(t for t in tried if t))}; the target has {target.triton}")
-        line = f"{status.value} on Triton {', '.join(sorted(t for t in tried if t))} (target {target.triton}): {line}"
+        versions = ", ".join(sorted(t for t in tried if t))
+        warnings.append(f"verified on Triton {versions}; the target has {target.triton}")
+        line = f"{status.value} on Triton {versions} (target {target.triton}): {line}"
         status = Status.STALE
     return StatusReport(status, line, basis, speed, kernels, warnings, mine)
 
