@@ -1,0 +1,56 @@
+"""Merge GPU verification runs into the evidence that ships with skel.
+
+    python benchmarks/ship_evidence.py benchmarks/results/verify_catalog_<date>.jsonl [more.jsonl ...]
+
+Each input line is one ``skel.store.evidence.Verification`` (as written by
+``benchmarks/verify_catalog.py`` and ``benchmarks/verify_suite.py``). Runs on the CPU
+interpreter are left out (they prove correctness, not speed, and CI re-checks them anyway).
+A run replaces the shipped run with the same key (skeleton, kernel, subject, device,
+Triton), so re-running a fixed pair supersedes its old verdict. Writes
+``skel/data/verifications.jsonl`` sorted by key, so diffs of the data file are readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from skel.store.evidence import SHIPPED, Verification  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, default=SHIPPED)
+    args = ap.parse_args()
+    by_key: dict[str, Verification] = {}
+    if args.out.is_file():
+        for line in args.out.read_text().splitlines():
+            if line.strip():
+                rec = Verification.from_dict(json.loads(line))
+                by_key[rec.key] = rec
+    before = len(by_key)
+    added = skipped = 0
+    for path in args.results:
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            rec = Verification.from_dict(json.loads(line))
+            if rec.backend == "cpu":
+                skipped += 1
+                continue
+            by_key[rec.key] = rec
+            added += 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(json.dumps(by_key[k].to_dict(), sort_keys=True) + "\n" for k in sorted(by_key)))
+    print(f"{args.out}: {len(by_key)} runs ({before} before; {added} read, {skipped} CPU runs left out)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
