@@ -35,7 +35,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from skel.errors import SuggestError
 from skel.skeletons.base import BOUNDS, Target
@@ -46,6 +46,7 @@ from skel.store.knowledge import Stats
 if TYPE_CHECKING:
     from skel.embed import Embedder
     from skel.kernels.model import KernelFacts
+    from skel.store.evidence import Verification
     from skel.store.knowledge import KernelRecord, KnowledgeBase
 
 # `prevalence` is the same number for every kernel (how common a technique is overall, the
@@ -148,19 +149,23 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | None = None, k: int = 5,
             bound: str | None = None, target: Target | None = None,
-            embedder: Embedder | None = None) -> list[KernelResult]:
+            embedder: Embedder | None = None,
+            exclude_runs: Callable[[Verification], bool] | None = None) -> list[KernelResult]:
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
-    return [suggest_for(kf, kb, k=k, bound=bound, target=target, embedder=embedder) for kf in kernels]
+    return [suggest_for(kf, kb, k=k, bound=bound, target=target, embedder=embedder, exclude_runs=exclude_runs)
+            for kf in kernels]
 
 
 def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5, bound: str | None = None,
                 target: Target | None = None, embedder: Embedder | None = None,
-                exclude: dict | None = None) -> KernelResult:
+                exclude: dict | None = None,
+                exclude_runs: Callable[[Verification], bool] | None = None) -> KernelResult:
     """Suggestions for one kernel's facts. ``exclude`` is a chroma ``where`` clause that
     mined neighbours must satisfy (the retrieval benchmark uses it to hide the kernel's
-    own file from the knowledge base)."""
+    own file from the knowledge base); ``exclude_runs`` hides verification runs the same
+    way (the verification suite hides the runs made on the kernel being ranked)."""
     from skel.skeletons.registry import all_skeletons
 
     target = target or Target()
@@ -203,6 +208,8 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
 
     # one read of the verification evidence (shipped runs + this store's) for all skeletons
     runs_by_id = kb.evidence_by_skeleton() if kb is not None else merge_evidence(shipped_verifications())
+    if exclude_runs is not None:
+        runs_by_id = {sid: [r for r in rs if not exclude_runs(r)] for sid, rs in runs_by_id.items()}
     out: list[Suggestion] = []
     users_by_id: dict[str, list] = {}
     for a in candidates:
