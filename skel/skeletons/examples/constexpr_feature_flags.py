@@ -54,8 +54,9 @@ def flops(shape, dtype):
 
 
 @triton.jit
-def before_kernel(a_ptr, b_ptr, s_ptr, c_ptr, apply_scale, M, N, K, stride_am, stride_bk, stride_cm,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def before_kernel(
+        a_ptr, b_ptr, s_ptr, c_ptr, apply_scale, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -80,13 +81,15 @@ def before(a, b, s, apply_scale, c):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
-    before_kernel[grid](a, b, s, c, apply_scale, M, N, K, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=BLOCK_M,
-                        BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps=8, num_stages=3)
+    before_kernel[grid](
+        a, b, s, c, apply_scale, M, N, K, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+        BLOCK_K=BLOCK_K, num_warps=8, num_stages=3)
 
 
 @triton.jit
-def after_kernel(a_ptr, b_ptr, s_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, USE_SCALE: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def after_kernel(
+        a_ptr, b_ptr, s_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, USE_SCALE: tl.constexpr,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -111,5 +114,6 @@ def after(a, b, s, apply_scale, c):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
-    after_kernel[grid](a, b, s, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), USE_SCALE=bool(apply_scale),
-                       BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps=8, num_stages=3)
+    after_kernel[grid](
+        a, b, s, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), USE_SCALE=bool(apply_scale), BLOCK_M=BLOCK_M,
+        BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps=8, num_stages=3)

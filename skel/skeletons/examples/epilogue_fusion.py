@@ -51,8 +51,9 @@ def flops(shape, dtype):
 
 
 @triton.jit
-def before_kernel(x_ptr, w_ptr, y_ptr, M, N, K, stride_xm, stride_wk, stride_ym, BLOCK_M: tl.constexpr,
-                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def before_kernel(
+        x_ptr, w_ptr, y_ptr, M, N, K, stride_xm, stride_wk, stride_ym, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr):
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -74,15 +75,17 @@ def before(x, w, b, y):
     M, K = x.shape
     N = w.shape[1]
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
-    before_kernel[grid](x, w, y, M, N, K, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                        BLOCK_K=BLOCK_K, num_warps=8, num_stages=3)
+    before_kernel[grid](
+        x, w, y, M, N, K, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        num_warps=8, num_stages=3)
     y.add_(b)  # host epilogue: two more passes over y
     torch.ops.aten.gelu_(y, approximate="tanh")
 
 
 @triton.jit
-def after_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wk, stride_ym, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def after_kernel(
+        x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wk, stride_ym, BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -107,5 +110,6 @@ def after(x, w, b, y):
     M, K = x.shape
     N = w.shape[1]
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
-    after_kernel[grid](x, w, b, y, M, N, K, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                       BLOCK_K=BLOCK_K, num_warps=8, num_stages=3)
+    after_kernel[grid](
+        x, w, b, y, M, N, K, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        num_warps=8, num_stages=3)

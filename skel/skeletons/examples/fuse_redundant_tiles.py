@@ -73,8 +73,9 @@ def flops(shape, dtype):
 
 
 @triton.jit
-def before_kernel(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.constexpr, K: tl.constexpr,
-                  V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+def before_kernel(
+        q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+        BK: tl.constexpr, BV: tl.constexpr):
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_h = i_nh % H
     o_k = tl.arange(0, BK)
@@ -103,13 +104,15 @@ def before_kernel(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.con
 def before(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht):
     N, H, K = q.shape
     V = v.shape[-1]
-    before_kernel[(triton.cdiv(V, BV), N * H)](q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, K ** -0.5, H=H, K=K,
-                                               V=V, BK=triton.next_power_of_2(K), BV=BV, num_warps=4)
+    before_kernel[(triton.cdiv(V, BV), N * H)](
+        q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, K ** -0.5, H=H, K=K, V=V, BK=triton.next_power_of_2(K), BV=BV,
+        num_warps=4)
 
 
 @triton.jit
-def after_kernel(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.constexpr, K: tl.constexpr,
-                 V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+def after_kernel(
+        q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+        BK: tl.constexpr, BV: tl.constexpr):
     i_nh = tl.program_id(0)
     i_h = i_nh % H
     o_k = tl.arange(0, BK)
@@ -139,5 +142,6 @@ def after_kernel(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.cons
 def after(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht):
     N, H, K = q.shape
     V = v.shape[-1]
-    after_kernel[(N * H,)](q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, K ** -0.5, H=H, K=K, V=V,
-                           BK=triton.next_power_of_2(K), BV=BV, num_warps=4)
+    after_kernel[(N * H,)](
+        q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, K ** -0.5, H=H, K=K, V=V, BK=triton.next_power_of_2(K), BV=BV,
+        num_warps=4)

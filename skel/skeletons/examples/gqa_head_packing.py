@@ -91,8 +91,9 @@ def before(q, k, v, o):
 
 
 @triton.jit
-def after_kernel(q, k, v, o, T, scale, HQ: tl.constexpr, G: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
-                 BLOCK_H: tl.constexpr):
+def after_kernel(
+        q, k, v, o, T, scale, HQ: tl.constexpr, G: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
+        BLOCK_H: tl.constexpr):
     i_b, i_h = tl.program_id(0), tl.program_id(1)
     H: tl.constexpr = HQ // G
     o_d = tl.arange(0, D)
@@ -124,5 +125,5 @@ def after(q, k, v, o):
     B, T, H, D = k.shape
     HQ = q.shape[1]
     G = HQ // H
-    after_kernel[(B, H)](q, k, v, o, T, D ** -0.5, HQ=HQ, G=G, D=D, BS=BS,
-                         BLOCK_H=max(16, triton.next_power_of_2(G)), num_warps=4)
+    after_kernel[(B, H)](
+        q, k, v, o, T, D ** -0.5, HQ=HQ, G=G, D=D, BS=BS, BLOCK_H=max(16, triton.next_power_of_2(G)), num_warps=4)

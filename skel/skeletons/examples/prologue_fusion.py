@@ -13,7 +13,7 @@ SHAPES = {
     "tiny": dict(B=1, H=3, T=100, K=32),            # T not a multiple of BT
     "gdn_4k": dict(B=8, H=16, T=4096, K=128),       # chunked GDN/KDA prefill, 4k tokens
     "long_32k": dict(B=1, H=32, T=32768, K=128),
-    "k256": dict(B=8, H=16, T=4096, K=256),         # wider heads: more fp32 registers for the in-kernel norm
+    "k256": dict(B=8, H=16, T=4096, K=256),         # wider heads: the fp32 [BT, K] tiles need 8 warps
     "huge": dict(B=1, H=64, T=270000, K=128),       # q/k past 2**31 elements: int64 row offsets
 }
 CPU_SHAPES = ("tiny",)
@@ -96,7 +96,7 @@ def before_kernel(q, k, s, T, K: tl.constexpr, BT: tl.constexpr):
 def before(q, k, s):
     B, H, T, K = q.shape
     q, k = before_l2norm(q), before_l2norm(k)
-    before_kernel[(triton.cdiv(T, BT), B * H)](q, k, s, T, K=K, BT=BT, num_warps=4)
+    before_kernel[(triton.cdiv(T, BT), B * H)](q, k, s, T, K=K, BT=BT, num_warps=4 if K <= 128 else 8)
 
 
 @triton.jit
@@ -116,4 +116,4 @@ def after_kernel(q, k, s, T, K: tl.constexpr, BT: tl.constexpr):
 
 def after(q, k, s):
     B, H, T, K = q.shape
-    after_kernel[(triton.cdiv(T, BT), B * H)](q, k, s, T, K=K, BT=BT, num_warps=4)
+    after_kernel[(triton.cdiv(T, BT), B * H)](q, k, s, T, K=K, BT=BT, num_warps=4 if K <= 128 else 8)
