@@ -55,26 +55,4 @@ SKELETON = Skeleton(
     preconditions=[KERNEL_ENTRY, RUNTIME_SWITCH_BRANCH],
     env=Env(),
     helps=("compute", "occupancy"),
-    before='''
-@triton.jit
-def scale_rows_kernel(x_ptr, s_ptr, y_ptr, apply_scale, N, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
-    if apply_scale:
-        x = x * tl.load(s_ptr + cols, mask=mask, other=1.0).to(tl.float32)
-    tl.store(y_ptr + row * N + cols, x, mask=mask)
-''',
-    after='''
-@triton.jit
-def scale_rows_kernel(x_ptr, s_ptr, y_ptr, N, USE_SCALE: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
-    if USE_SCALE:
-        x = x * tl.load(s_ptr + cols, mask=mask, other=1.0).to(tl.float32)
-    tl.store(y_ptr + row * N + cols, x, mask=mask)
-''',
 )

@@ -165,46 +165,4 @@ SKELETON = Skeleton(
     preconditions=[V_TILE_AXIS, SHARED_WORK_PER_TILE, NO_DOT_WORK],
     env=Env(),
     helps=("compute",),
-    before='''
-@triton.jit
-def gated_step_kernel(q, k, v, g, A_log, h, o, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
-                      BV: tl.constexpr):
-    i_v, i_nh = tl.program_id(0), tl.program_id(1)
-    i_h = i_nh % H
-    o_k = tl.arange(0, K)
-    o_v = i_v * BV + tl.arange(0, BV)
-    b_q = tl.load(q + i_nh * K + o_k).to(tl.float32)
-    b_k = tl.load(k + i_nh * K + o_k).to(tl.float32)
-    b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
-    b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
-    b_g = -tl.exp(tl.load(A_log + i_h).to(tl.float32)) * tl.load(g + i_nh * K + o_k).to(tl.float32)
-    b_v = tl.load(v + i_nh * V + o_v, mask=o_v < V, other=0.0).to(tl.float32)
-    p_h = h + i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-    b_h = tl.load(p_h, mask=o_v[None, :] < V, other=0.0) * tl.exp(b_g)[:, None]
-    b_h += b_k[:, None] * b_v[None, :]
-    tl.store(p_h, b_h, mask=o_v[None, :] < V)
-    tl.store(o + i_nh * V + o_v, tl.sum(b_h * b_q[:, None], 0), mask=o_v < V)
-''',
-    after='''
-@triton.jit
-def gated_step_kernel(q, k, v, g, A_log, h, o, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
-                      BV: tl.constexpr):
-    i_nh = tl.program_id(0)
-    i_h = i_nh % H
-    o_k = tl.arange(0, K)
-    b_q = tl.load(q + i_nh * K + o_k).to(tl.float32)
-    b_k = tl.load(k + i_nh * K + o_k).to(tl.float32)
-    b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
-    b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
-    b_g = -tl.exp(tl.load(A_log + i_h).to(tl.float32)) * tl.load(g + i_nh * K + o_k).to(tl.float32)
-    b_decay = tl.exp(b_g)
-    for i_v in range(tl.cdiv(V, BV)):
-        o_v = i_v * BV + tl.arange(0, BV)
-        b_v = tl.load(v + i_nh * V + o_v, mask=o_v < V, other=0.0).to(tl.float32)
-        p_h = h + i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-        b_h = tl.load(p_h, mask=o_v[None, :] < V, other=0.0) * b_decay[:, None]
-        b_h += b_k[:, None] * b_v[None, :]
-        tl.store(p_h, b_h, mask=o_v[None, :] < V)
-        tl.store(o + i_nh * V + o_v, tl.sum(b_h * b_q[:, None], 0), mask=o_v < V)
-''',
 )

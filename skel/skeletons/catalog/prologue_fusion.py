@@ -172,40 +172,4 @@ SKELETON = Skeleton(
     preconditions=[RAW_LOAD_DOT, HOST_PREPASS],
     env=Env(),
     helps=("memory",),
-    before='''
-@triton.jit
-def gated_scores_kernel(q_ptr, k_ptr, s_ptr, T, K: tl.constexpr, BT: tl.constexpr):
-    i_t, i_bh = tl.program_id(0), tl.program_id(1)
-    o_t = i_t * BT + tl.arange(0, BT)
-    o_k = tl.arange(0, K)
-    b_q = tl.load(q_ptr + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=o_t[:, None] < T, other=0.0)
-    b_k = tl.load(k_ptr + (i_bh * T + o_t[None, :]) * K + o_k[:, None], mask=o_t[None, :] < T, other=0.0)
-    b_s = tl.dot(b_q, b_k)
-    tl.store(s_ptr + (i_bh * T + o_t[:, None]) * BT + tl.arange(0, BT)[None, :], b_s, mask=o_t[:, None] < T)
-
-
-def gated_scores(q, k):
-    q = l2norm_fwd(q)
-    k = l2norm_fwd(k)
-    s = torch.empty(q.shape[0], q.shape[1], 64, device=q.device)
-    gated_scores_kernel[(triton.cdiv(q.shape[1], 64), q.shape[0])](q, k, s, q.shape[1], K=q.shape[-1], BT=64)
-    return s
-''',
-    after='''
-@triton.jit
-def gated_scores_kernel(q_ptr, k_ptr, s_ptr, T, K: tl.constexpr, BT: tl.constexpr,
-                        USE_QK_L2NORM_IN_KERNEL: tl.constexpr):
-    i_t, i_bh = tl.program_id(0), tl.program_id(1)
-    o_t = i_t * BT + tl.arange(0, BT)
-    o_k = tl.arange(0, K)
-    b_q = tl.load(q_ptr + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=o_t[:, None] < T, other=0.0)
-    b_k = tl.load(k_ptr + (i_bh * T + o_t[None, :]) * K + o_k[:, None], mask=o_t[None, :] < T, other=0.0)
-    if USE_QK_L2NORM_IN_KERNEL:
-        b_qf = b_q.to(tl.float32)
-        b_kf = b_k.to(tl.float32)
-        b_q = (b_qf * tl.rsqrt(tl.sum(b_qf * b_qf, 1) + 1e-6)[:, None]).to(b_q.dtype)
-        b_k = (b_kf * tl.rsqrt(tl.sum(b_kf * b_kf, 0) + 1e-6)[None, :]).to(b_k.dtype)
-    b_s = tl.dot(b_q, b_k)
-    tl.store(s_ptr + (i_bh * T + o_t[:, None]) * BT + tl.arange(0, BT)[None, :], b_s, mask=o_t[:, None] < T)
-''',
 )
