@@ -104,20 +104,33 @@ def compare(out: Any, ref: Any, atol: float, rtol: float, index: int) -> OutputC
     if tuple(out.shape) != tuple(ref.shape):
         return OutputCheck(index, float("inf"), float("inf"), out.numel(), out.numel(), atol, rtol,
                            note=f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
-    o = out.detach().to("cpu", torch.float64)
-    r = ref.detach().to("cpu", torch.float64)
-    same_nonfinite = (~torch.isfinite(r)) & ((o == r) | (torch.isnan(o) & torch.isnan(r)))
-    finite = torch.isfinite(o) & torch.isfinite(r)
-    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
-    bad = ~(finite & (diff <= atol + rtol * r.abs())) & ~same_nonfinite
-    rel = diff / r.abs().clamp_min(1e-30)
-    ratio = diff / (atol + rtol * r.abs()).clamp_min(1e-300)
-    n = o.numel()
-    return OutputCheck(index, float(diff.max()) if n else 0.0,
-                       float(torch.where(finite, rel, torch.zeros_like(rel)).max()) if n else 0.0,
-                       int(bad.sum()), int(n), atol, rtol,
-                       tol_ratio=float("inf") if bool((~finite & ~same_nonfinite).any()) else
-                       (float(ratio.max()) if n else 0.0), nonfinite=int((~finite & ~same_nonfinite).sum()))
+    # Compared where the output lives, a slice at a time: a CHECK_ONLY shape past 2**31
+    # elements would need ~17 GB per float64 copy on the host, several times over.
+    o_all = out.detach().reshape(-1)
+    r_all = ref.detach().to(o_all.device).reshape(-1)
+    n = o_all.numel()
+    max_abs = max_rel = max_ratio = 0.0
+    bad_total = nonfinite_total = 0
+    for start in range(0, n, _CHUNK):
+        o = o_all[start:start + _CHUNK].to(torch.float64)
+        r = r_all[start:start + _CHUNK].to(torch.float64)
+        same_nonfinite = (~torch.isfinite(r)) & ((o == r) | (torch.isnan(o) & torch.isnan(r)))
+        finite = torch.isfinite(o) & torch.isfinite(r)
+        diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
+        bad = ~(finite & (diff <= atol + rtol * r.abs())) & ~same_nonfinite
+        rel = torch.where(finite, diff / r.abs().clamp_min(1e-30), torch.zeros_like(o))
+        ratio = diff / (atol + rtol * r.abs()).clamp_min(1e-300)
+        nonfinite = int((~finite & ~same_nonfinite).sum())
+        max_abs = max(max_abs, float(diff.max()))
+        max_rel = max(max_rel, float(rel.max()))
+        max_ratio = float("inf") if nonfinite else max(max_ratio, float(ratio.max()))
+        bad_total += int(bad.sum())
+        nonfinite_total += nonfinite
+    return OutputCheck(index, max_abs, max_rel, bad_total, int(n), atol, rtol,
+                       tol_ratio=float("inf") if nonfinite_total else max_ratio, nonfinite=nonfinite_total)
+
+
+_CHUNK = 1 << 26
 
 
 class LaunchFailed(Exception):
