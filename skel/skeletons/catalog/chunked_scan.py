@@ -134,40 +134,4 @@ SKELETON = Skeleton(
     preconditions=[STEP_RECURRENCE, NO_DOT],
     env=Env(),
     helps=("compute",),
-    before='''
-@triton.jit
-def linear_attn_step_kernel(q, k, v, o, T, scale, K: tl.constexpr, V: tl.constexpr):
-    i_bh = tl.program_id(0)
-    o_k = tl.arange(0, K)
-    o_v = tl.arange(0, V)
-    b_h = tl.zeros([K, V], dtype=tl.float32)
-    for t in range(0, T):
-        b_q = tl.load(q + (i_bh * T + t) * K + o_k).to(tl.float32) * scale
-        b_k = tl.load(k + (i_bh * T + t) * K + o_k).to(tl.float32)
-        b_v = tl.load(v + (i_bh * T + t) * V + o_v).to(tl.float32)
-        b_h += b_k[:, None] * b_v[None, :]
-        b_o = tl.sum(b_h * b_q[:, None], 0)
-        tl.store(o + (i_bh * T + t) * V + o_v, b_o.to(o.dtype.element_ty))
-''',
-    after='''
-@triton.jit
-def linear_attn_chunk_kernel(q, k, v, o, T, scale, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
-    i_bh = tl.program_id(0)
-    o_i = tl.arange(0, BT)
-    o_k = tl.arange(0, K)
-    o_v = tl.arange(0, V)
-    m_causal = o_i[:, None] >= o_i[None, :]
-    b_h = tl.zeros([K, V], dtype=tl.float32)
-    for i_t in range(tl.cdiv(T, BT)):
-        o_t = i_t * BT + o_i
-        m_t = o_t < T
-        b_q = tl.load(q + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=m_t[:, None], other=0.0)
-        b_k = tl.load(k + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=m_t[:, None], other=0.0)
-        b_v = tl.load(v + (i_bh * T + o_t[:, None]) * V + o_v[None, :], mask=m_t[:, None], other=0.0)
-        b_q = (b_q * scale).to(b_k.dtype)
-        b_s = tl.where(m_causal, tl.dot(b_q, tl.trans(b_k)), 0.0)
-        b_o = tl.dot(b_q, b_h.to(b_q.dtype)) + tl.dot(b_s.to(b_v.dtype), b_v)
-        b_h += tl.dot(tl.trans(b_k), b_v)
-        tl.store(o + (i_bh * T + o_t[:, None]) * V + o_v[None, :], b_o.to(o.dtype.element_ty), mask=m_t[:, None])
-''',
 )
