@@ -21,16 +21,19 @@ CHECK_ONLY = ("huge",)
 FIXED = ("K", "V")
 LENGTH = "T"
 DTYPES = ("float16",)  # bf16 tl.dot is wrong in the CPU interpreter; fp32 dots would run in tf32
-TOLERANCES = {"float16": (2e-2, 1e-2)}  # fp16 output of a sum over up to T terms; the chunk form rounds
-#                                         q*scale, the state and the scores to fp16 for the tensor cores
+# The chunk form rounds q*scale, the scores and the [K, V] state to fp16 for the tensor cores; with
+# L2-normalised q, k (as linear-attention layers feed them) that stays within 5e-3 up to T=16384
+# (simulated in fp16/fp32 torch: worst error/tolerance 0.23). Raw randn q, k grow the state ~sqrt(T)
+# and no honest elementwise fp16 tolerance holds for the chunk form.
+TOLERANCES = {"float16": (5e-3, 5e-3)}
 BT, BV = 64, 64
 
 
 def make_inputs(shape, dtype, seed, device):
     g = torch.Generator(device="cpu").manual_seed(seed)
     BH, T, K, V = shape["BH"], shape["T"], shape["K"], shape["V"]
-    q = torch.randn(BH, T, K, generator=g).to(dtype).to(device)
-    k = torch.randn(BH, T, K, generator=g).to(dtype).to(device)
+    q = torch.nn.functional.normalize(torch.randn(BH, T, K, generator=g), dim=-1).to(dtype).to(device)
+    k = torch.nn.functional.normalize(torch.randn(BH, T, K, generator=g), dim=-1).to(dtype).to(device)
     v = torch.randn(BH, T, V, generator=g).to(dtype).to(device)
     return q, k, v, K ** -0.5
 
