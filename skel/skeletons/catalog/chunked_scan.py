@@ -40,6 +40,11 @@ and lets the intra-chunk work of all chunks run in parallel. It is the core of F
   secondary chunking (`BC` sub-chunks) and sometimes fp32 `tl.dot` with tf32x3;
 - the kernel already chunks (a loop over `NT = cdiv(T, BT)` carrying `b_h` updated
   with `tl.dot`).
+- q and k are not normalised and sequences are long: the chunk form rounds `q * scale`,
+  the scores and the state to fp16/bf16 for its dots, and the state grows like sqrt(T);
+  with randn q, k at T = 4096 its fp16 output missed a (2e-2, 1e-2) tolerance that the
+  step form met (simulated in torch). L2-normalised q, k (or an fp32 state dot) keep it
+  within (5e-3, 5e-3) to T = 16384.
 This is a rewrite of the algorithm, not a local edit: verify against the step kernel
 on random inputs in fp32 before timing.
 
@@ -134,40 +139,4 @@ SKELETON = Skeleton(
     preconditions=[STEP_RECURRENCE, NO_DOT],
     env=Env(),
     helps=("compute",),
-    before='''
-@triton.jit
-def linear_attn_step_kernel(q, k, v, o, T, scale, K: tl.constexpr, V: tl.constexpr):
-    i_bh = tl.program_id(0)
-    o_k = tl.arange(0, K)
-    o_v = tl.arange(0, V)
-    b_h = tl.zeros([K, V], dtype=tl.float32)
-    for t in range(0, T):
-        b_q = tl.load(q + (i_bh * T + t) * K + o_k).to(tl.float32) * scale
-        b_k = tl.load(k + (i_bh * T + t) * K + o_k).to(tl.float32)
-        b_v = tl.load(v + (i_bh * T + t) * V + o_v).to(tl.float32)
-        b_h += b_k[:, None] * b_v[None, :]
-        b_o = tl.sum(b_h * b_q[:, None], 0)
-        tl.store(o + (i_bh * T + t) * V + o_v, b_o.to(o.dtype.element_ty))
-''',
-    after='''
-@triton.jit
-def linear_attn_chunk_kernel(q, k, v, o, T, scale, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
-    i_bh = tl.program_id(0)
-    o_i = tl.arange(0, BT)
-    o_k = tl.arange(0, K)
-    o_v = tl.arange(0, V)
-    m_causal = o_i[:, None] >= o_i[None, :]
-    b_h = tl.zeros([K, V], dtype=tl.float32)
-    for i_t in range(tl.cdiv(T, BT)):
-        o_t = i_t * BT + o_i
-        m_t = o_t < T
-        b_q = tl.load(q + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=m_t[:, None], other=0.0)
-        b_k = tl.load(k + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=m_t[:, None], other=0.0)
-        b_v = tl.load(v + (i_bh * T + o_t[:, None]) * V + o_v[None, :], mask=m_t[:, None], other=0.0)
-        b_q = (b_q * scale).to(b_k.dtype)
-        b_s = tl.where(m_causal, tl.dot(b_q, tl.trans(b_k)), 0.0)
-        b_o = tl.dot(b_q, b_h.to(b_q.dtype)) + tl.dot(b_s.to(b_v.dtype), b_v)
-        b_h += tl.dot(tl.trans(b_k), b_v)
-        tl.store(o + (i_bh * T + o_t[:, None]) * V + o_v[None, :], b_o.to(o.dtype.element_ty), mask=m_t[:, None])
-''',
 )

@@ -106,24 +106,4 @@ SKELETON = Skeleton(
     preconditions=[NATURAL_EXP_CALL, REDUCTION | EXP_ON_TILE],
     env=Env(),
     helps=("compute",),
-    before='''
-@triton.jit
-def scaled_softmax_kernel(x_ptr, y_ptr, n_cols, stride, scale, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-    s = x * scale
-    e = tl.exp(s - tl.max(s, axis=0))
-    tl.store(y_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
-''',
-    after='''
-@triton.jit
-def scaled_softmax_kernel(x_ptr, y_ptr, n_cols, stride, scale, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-    s = x * (scale * 1.4426950408889634)  # log2(e) folded into the scale: s is in log2 units
-    e = tl.exp2(s - tl.max(s, axis=0))
-    tl.store(y_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
-''',
 )

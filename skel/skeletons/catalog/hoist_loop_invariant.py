@@ -193,32 +193,4 @@ SKELETON = Skeleton(
     preconditions=[INVARIANT_IN_LOOP],
     env=Env(),
     helps=("memory", "compute"),
-    before='''
-@triton.jit
-def decayed_scan_kernel(x, dt, A_log, y, T, H: tl.constexpr, D: tl.constexpr):
-    i_nh = tl.program_id(0)
-    i_h = i_nh % H
-    o_d = tl.arange(0, D)
-    b_s = tl.zeros([D], dtype=tl.float32)
-    for t in range(T):
-        b_a = -tl.exp(tl.load(A_log + i_h).to(tl.float32))
-        b_dt = tl.load(dt + i_nh * T + t).to(tl.float32)
-        b_x = tl.load(x + (i_nh * T + t) * D + o_d).to(tl.float32)
-        b_s = b_s * tl.exp(b_a * b_dt) + b_x
-        tl.store(y + (i_nh * T + t) * D + o_d, b_s)
-''',
-    after='''
-@triton.jit
-def decayed_scan_kernel(x, dt, A_log, y, T, H: tl.constexpr, D: tl.constexpr):
-    i_nh = tl.program_id(0)
-    i_h = i_nh % H
-    o_d = tl.arange(0, D)
-    b_s = tl.zeros([D], dtype=tl.float32)
-    b_a = -tl.exp(tl.load(A_log + i_h).to(tl.float32))  # once per program
-    for t in range(T):
-        b_dt = tl.load(dt + i_nh * T + t).to(tl.float32)
-        b_x = tl.load(x + (i_nh * T + t) * D + o_d).to(tl.float32)
-        b_s = b_s * tl.exp(b_a * b_dt) + b_x
-        tl.store(y + (i_nh * T + t) * D + o_d, b_s)
-''',
 )

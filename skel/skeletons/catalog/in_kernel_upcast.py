@@ -161,35 +161,4 @@ SKELETON = Skeleton(
     preconditions=[RAW_LOADS_IN_FP32_ONLY_MATH | (RAW_LOADS_IN_REDUCTION & HOST_FP32_COPY)],
     env=Env(),
     helps=("memory",),
-    before='''
-@triton.jit
-def rms_norm_kernel(x_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(y_ptr + row * stride + cols, x * rstd, mask=cols < n_cols)
-
-
-def rms_norm(x, eps=1e-6):
-    x32 = x.float()  # an fp32 copy only so that the kernel can do fp32 math
-    y = torch.empty_like(x32)
-    rms_norm_kernel[(x.shape[0],)](x32, y, x32.stride(0), x.shape[1], eps, BLOCK=triton.next_power_of_2(x.shape[1]))
-    return y.to(x.dtype)
-''',
-    after='''
-@triton.jit
-def rms_norm_kernel(x_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(y_ptr + row * stride + cols, (x * rstd).to(y_ptr.dtype.element_ty), mask=cols < n_cols)
-
-
-def rms_norm(x, eps=1e-6):
-    y = torch.empty_like(x)
-    rms_norm_kernel[(x.shape[0],)](x, y, x.stride(0), x.shape[1], eps, BLOCK=triton.next_power_of_2(x.shape[1]))
-    return y
-''',
 )

@@ -95,31 +95,4 @@ SKELETON = Skeleton(
     preconditions=[ONE_ROW_PER_PROGRAM, ROW_REDUCTION, ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
     env=Env(),
     helps=("occupancy", "latency"),
-    before='''
-@triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps, BLOCK_D: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_D)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(y_ptr + row * y_row_stride + cols, x * rstd * w, mask=mask)
-''',
-    after='''
-@triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_rows, n_cols, eps,
-                    BLOCK_ROW: tl.constexpr, BLOCK_D: tl.constexpr):
-    # launched with grid = (triton.cdiv(n_rows, BLOCK_ROW),)
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROW + tl.arange(0, BLOCK_ROW)
-    cols = tl.arange(0, BLOCK_D)
-    m_r = rows < n_rows
-    m_c = cols < n_cols
-    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :],
-                mask=m_r[:, None] & m_c[None, :], other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=m_c, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)
-    y = x * rstd[:, None] * w[None, :]
-    tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :], y, mask=m_r[:, None] & m_c[None, :])
-''',
 )

@@ -69,29 +69,4 @@ SKELETON = Skeleton(
     preconditions=[TRIANGULAR_MASK_MATMUL],
     env=Env(triton=">=3.0"),
     helps=("compute",),
-    before='''
-@triton.jit
-def chunk_cumsum_kernel(s_ptr, o_ptr, T, S: tl.constexpr, BT: tl.constexpr):
-    i_t = tl.program_id(0)
-    o_i = tl.arange(0, BT)
-    o_s = tl.arange(0, S)
-    m_s = tl.where(o_i[:, None] >= o_i[None, :], 1., 0.)
-    o_t = i_t * BT + o_i
-    p = o_t[:, None] * S + o_s[None, :]
-    b_s = tl.load(s_ptr + p, mask=o_t[:, None] < T, other=0.0).to(tl.float32)
-    b_o = tl.dot(m_s, b_s, allow_tf32=False)
-    tl.store(o_ptr + p, b_o, mask=o_t[:, None] < T)
-''',
-    after='''
-@triton.jit
-def chunk_cumsum_kernel(s_ptr, o_ptr, T, S: tl.constexpr, BT: tl.constexpr):
-    i_t = tl.program_id(0)
-    o_i = tl.arange(0, BT)
-    o_s = tl.arange(0, S)
-    o_t = i_t * BT + o_i
-    p = o_t[:, None] * S + o_s[None, :]
-    b_s = tl.load(s_ptr + p, mask=o_t[:, None] < T, other=0.0).to(tl.float32)
-    b_o = tl.cumsum(b_s, axis=0)
-    tl.store(o_ptr + p, b_o, mask=o_t[:, None] < T)
-''',
 )
