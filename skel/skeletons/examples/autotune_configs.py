@@ -30,7 +30,7 @@ TOLERANCES = {"float16": (1e-2, 2e-3)}           # fp32 accumulation, one fp16 r
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     a = torch.randn(shape["M"], shape["K"], generator=g).to(dtype).to(device)
     b = (torch.randn(shape["K"], shape["N"], generator=g) / shape["K"] ** 0.5).to(dtype).to(device)
     return a, b

@@ -30,7 +30,7 @@ TOLERANCES = {"bfloat16": (1e-3, 8e-3), "float32": (1e-6, 1e-5)}  # computed in 
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     return ((torch.randn(shape["N"], generator=g) * 3).to(dtype).to(device),)
 
 

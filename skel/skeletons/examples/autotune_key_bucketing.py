@@ -38,7 +38,7 @@ TOLERANCES = {"bfloat16": (1e-4, 1e-5), "float32": (1e-4, 1e-5)}  # fp32 dot of 
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     q = torch.randn(shape["H"], shape["D"], generator=g).to(dtype).to(device)
     k = torch.randn(shape["T"], shape["D"], generator=g).to(dtype).to(device)
     return q, k

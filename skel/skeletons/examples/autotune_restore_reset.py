@@ -34,7 +34,7 @@ TOLERANCES = {"bfloat16": (1e-3, 1e-4), "float32": (1e-3, 1e-4)}  # fp32 sums in
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     return (torch.randn(shape["M"], shape["N"], generator=g).to(dtype).to(device),)
 
 

@@ -30,7 +30,7 @@ BT, BV = 64, 64
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     BH, T, K, V = shape["BH"], shape["T"], shape["K"], shape["V"]
     q = torch.nn.functional.normalize(torch.randn(BH, T, K, generator=g), dim=-1).to(dtype).to(device)
     k = torch.nn.functional.normalize(torch.randn(BH, T, K, generator=g), dim=-1).to(dtype).to(device)

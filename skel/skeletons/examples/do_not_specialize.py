@@ -34,7 +34,7 @@ TOLERANCES = {"bfloat16": (1e-3, 8e-3), "float32": (1e-5, 1e-5)}  # computed in 
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     B, T, H, D = shape["B"], shape["T"], shape["H"], shape["D"]
     q = torch.randn(B, T, H, D, generator=g).to(dtype).to(device)
     inv_freq = 10000.0 ** (-torch.arange(0, D // 2, dtype=torch.float64) / (D // 2))

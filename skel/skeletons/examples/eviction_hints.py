@@ -23,7 +23,7 @@ BLOCK = 2048
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     x = (torch.randn(shape["M"], shape["N"], generator=g) * 4).to(dtype).to(device)
     return (x,)
 

@@ -30,7 +30,7 @@ BV = 32
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     N, H, K, V = (shape[n] for n in ("N", "H", "K", "V"))
     q = torch.randn(N, H, K, generator=g).to(dtype).to(device)
     k = torch.randn(N, H, K, generator=g).to(dtype).to(device)

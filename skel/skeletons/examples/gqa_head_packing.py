@@ -26,7 +26,7 @@ BS = 64
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     B, T, HQ, H, D = (shape[n] for n in ("B", "T", "HQ", "H", "D"))
     q = torch.randn(B, HQ, D, generator=g).to(dtype).to(device)
     k = torch.randn(B, T, H, D, generator=g).to(dtype).to(device)

@@ -27,7 +27,7 @@ BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     M, N, K = shape["M"], shape["N"], shape["K"]
     a = torch.randn(M, K, generator=g).to(dtype).to(device)
     b = (torch.randn(K, N, generator=g) * K ** -0.5).to(dtype).to(device)

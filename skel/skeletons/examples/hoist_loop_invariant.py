@@ -29,7 +29,7 @@ BD = 32
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     B, T, D, N = shape["B"], shape["T"], shape["D"], shape["N"]
     x = torch.randn(B, T, D, generator=g).to(dtype).to(device)
     dt = torch.exp(torch.rand(B, T, D, generator=g) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))

@@ -22,7 +22,7 @@ TOLERANCES = {"bfloat16": (1e-6, 1e-2), "float16": (1e-6, 2e-3)}  # the output's
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     return ((torch.randn(shape["M"], shape["N"], generator=g) * 3).to(dtype).to(device),)
 
 

@@ -24,7 +24,7 @@ TILE = 4096  # elements per program in the 2-D form: 32 fp32 values a thread at 
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     x = torch.randn(shape["M"], shape["N"], generator=g).to(dtype).to(device)
     w = (1 + 0.1 * torch.randn(shape["N"], generator=g)).to(dtype).to(device)
     return x, w, EPS

@@ -24,7 +24,7 @@ BT = 64
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     x = torch.nn.functional.logsigmoid(torch.randn(shape["B"], shape["T"], shape["H"], shape["S"], generator=g))
     return (x.to(dtype).to(device),)
 

@@ -24,7 +24,7 @@ EPS = 1e-6
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     x = torch.randn(shape["M"], shape["N"], generator=g).to(dtype).to(device)
     w = (1 + 0.1 * torch.randn(shape["N"], generator=g)).to(dtype).to(device)
     return x, w

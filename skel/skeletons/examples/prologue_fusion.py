@@ -26,7 +26,7 @@ BT = 64
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     B, H, T, K = (shape[n] for n in ("B", "H", "T", "K"))
     q = torch.randn(B, H, T, K, generator=g).to(dtype).to(device)
     k = torch.randn(B, H, T, K, generator=g).to(dtype).to(device)

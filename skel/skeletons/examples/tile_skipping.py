@@ -26,7 +26,7 @@ BLOCK_M, BLOCK_N = 128, 64
 
 
 def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     q, k, v = (torch.randn(shape["BH"], shape["T"], shape["D"], generator=g).to(dtype).to(device) for _ in range(3))
     return q, k, v
 
