@@ -37,7 +37,10 @@ launch and partial traffic.
   atomic merge of per-program partial sums).
 The number of splits should come from the SM count and the grid
 (`multi_processor_count // (batch * heads)`), not a constant; with atomics the output
-must be zeroed first (and `reset_to_zero` under autotune).
+must be zeroed first (and `reset_to_zero` under autotune). With splits rounded up to whole
+blocks, trailing splits can get no tokens: they must write lse = -inf and a zero partial
+(not `b_o / b_l` with `b_l = 0`), or the merge turns the whole row into NaN. The offset
+`bh * seq_len * D` passes 2**31 for long caches: compute it in int64.
 
 ## References
 - Triton `python/triton/ops/matmul.py` (`_kernel`, `SPLIT_K` with atomic_add)
