@@ -84,32 +84,4 @@ SKELETON = Skeleton(
     preconditions=[ACC_PLUS_DOT_IN_LOOP],
     env=Env(),
     helps=("compute",),
-    before='''
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :])
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :])
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
-''',
-    after='''
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :])
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :])
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
-''',
 )

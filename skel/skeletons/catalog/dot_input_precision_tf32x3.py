@@ -52,22 +52,4 @@ SKELETON = Skeleton(
     preconditions=[FP32_DOT, ~PRECISION_SET],
     env=Env(backends=("cuda",), min_cc=80),
     helps=("compute",),
-    before='''
-@triton.jit
-def solve_kernel(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
-    o = tl.arange(0, BT)
-    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
-    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
-    c = tl.dot(a, b)
-    tl.store(c_ptr + o[:, None] * BT + o[None, :], c)
-''',
-    after='''
-@triton.jit
-def solve_kernel(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
-    o = tl.arange(0, BT)
-    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
-    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
-    c = tl.dot(a, b, input_precision="tf32x3")
-    tl.store(c_ptr + o[:, None] * BT + o[None, :], c)
-''',
 )

@@ -171,41 +171,4 @@ SKELETON = Skeleton(
     preconditions=[K_LOOP_MASKED_DOT_TILES],
     env=Env(),
     helps=("memory", "latency"),
-    before='''
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :],
-                    mask=(k0 + rk)[None, :] < K, other=0.0)
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :],
-                    mask=(k0 + rk)[:, None] < K, other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-''',
-    after='''
-@triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BK"] == 0})
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN_K: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a_ptrs = a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :]
-        b_ptrs = b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :]
-        if EVEN_K:  # K % BK == 0: every K tile is full
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            a = tl.load(a_ptrs, mask=(k0 + rk)[None, :] < K, other=0.0)
-            b = tl.load(b_ptrs, mask=(k0 + rk)[:, None] < K, other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-''',
 )

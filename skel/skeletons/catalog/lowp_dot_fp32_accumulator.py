@@ -145,38 +145,4 @@ SKELETON = Skeleton(
     preconditions=[FP32_DOT_IN_LOOP, ~PRECISION_STATED],
     env=Env(),
     helps=("compute",),
-    before='''
-@triton.jit
-def attn_fwd_inner(q_ptr, k_ptr, v_ptr, o_ptr, T, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
-    o_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    o_d = tl.arange(0, D)
-    q = tl.load(q_ptr + o_m[:, None] * D + o_d[None, :]).to(tl.float32)
-    acc = tl.zeros([BM, D], dtype=tl.float32)
-    l_i = tl.zeros([BM], dtype=tl.float32)
-    for start in range(0, T, BN):
-        o_n = start + tl.arange(0, BN)
-        k = tl.load(k_ptr + o_n[:, None] * D + o_d[None, :]).to(tl.float32)
-        v = tl.load(v_ptr + o_n[:, None] * D + o_d[None, :]).to(tl.float32)
-        p = tl.sigmoid(tl.dot(q, tl.trans(k)))
-        l_i += tl.sum(p, 1)
-        acc = tl.dot(p, v, acc)
-    tl.store(o_ptr + o_m[:, None] * D + o_d[None, :], acc / l_i[:, None])
-''',
-    after='''
-@triton.jit
-def attn_fwd_inner(q_ptr, k_ptr, v_ptr, o_ptr, T, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
-    o_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    o_d = tl.arange(0, D)
-    q = tl.load(q_ptr + o_m[:, None] * D + o_d[None, :])
-    acc = tl.zeros([BM, D], dtype=tl.float32)
-    l_i = tl.zeros([BM], dtype=tl.float32)
-    for start in range(0, T, BN):
-        o_n = start + tl.arange(0, BN)
-        k = tl.load(k_ptr + o_n[:, None] * D + o_d[None, :])
-        v = tl.load(v_ptr + o_n[:, None] * D + o_d[None, :])
-        p = tl.sigmoid(tl.dot(q, tl.trans(k)))
-        l_i += tl.sum(p, 1)
-        acc = tl.dot(p.to(v.dtype), v, acc)  # bf16 operands, fp32 accumulator
-    tl.store(o_ptr + o_m[:, None] * D + o_d[None, :], acc / l_i[:, None])
-''',
 )

@@ -37,7 +37,10 @@ launch and partial traffic.
   atomic merge of per-program partial sums).
 The number of splits should come from the SM count and the grid
 (`multi_processor_count // (batch * heads)`), not a constant; with atomics the output
-must be zeroed first (and `reset_to_zero` under autotune).
+must be zeroed first (and `reset_to_zero` under autotune). With splits rounded up to whole
+blocks, trailing splits can get no tokens: they must write lse = -inf and a zero partial
+(not `b_o / b_l` with `b_l = 0`), or the merge turns the whole row into NaN. The offset
+`bh * seq_len * D` passes 2**31 for long caches: compute it in int64.
 
 ## References
 - Triton `python/triton/ops/matmul.py` (`_kernel`, `SPLIT_K` with atomic_add)
@@ -193,57 +196,4 @@ SKELETON = Skeleton(
     preconditions=[LONG_REDUCTION, VECTOR_OUTPUT],
     env=Env(),
     helps=("occupancy", "latency"),
-    before='''
-@triton.jit
-def decode_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, scale, D: tl.constexpr, BS: tl.constexpr):
-    i_bh = tl.program_id(0)
-    o_d = tl.arange(0, D)
-    b_q = tl.load(q_ptr + i_bh * D + o_d).to(tl.float32) * scale
-    b_m = float("-inf")
-    b_l = 0.0
-    b_o = tl.zeros([D], dtype=tl.float32)
-    for i_s in range(0, seq_len, BS):
-        o_s = i_s + tl.arange(0, BS)
-        m_s = o_s < seq_len
-        b_k = tl.load(k_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_v = tl.load(v_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_s = tl.where(m_s, tl.sum(b_q[None, :] * b_k, 1), float("-inf"))
-        b_m_new = tl.maximum(b_m, tl.max(b_s, 0))
-        b_r = tl.exp(b_m - b_m_new)
-        b_p = tl.exp(b_s - b_m_new)
-        b_l = b_l * b_r + tl.sum(b_p, 0)
-        b_o = b_o * b_r + tl.sum(b_p[:, None] * b_v, 0)
-        b_m = b_m_new
-    tl.store(o_ptr + i_bh * D + o_d, b_o / b_l)
-''',
-    after='''
-@triton.jit
-def decode_kernel_stage1(q_ptr, k_ptr, v_ptr, o_part_ptr, lse_part_ptr, seq_len, scale,
-                         NUM_SPLITS: tl.constexpr, D: tl.constexpr, BS: tl.constexpr):
-    # grid = (batch * heads, NUM_SPLITS); stage 2 merges the NUM_SPLITS partials by their lse
-    i_bh = tl.program_id(0)
-    split_id = tl.program_id(1)
-    split_len = tl.cdiv(tl.cdiv(seq_len, NUM_SPLITS), BS) * BS
-    start = split_id * split_len
-    end = tl.minimum(start + split_len, seq_len)
-    o_d = tl.arange(0, D)
-    b_q = tl.load(q_ptr + i_bh * D + o_d).to(tl.float32) * scale
-    b_m = float("-inf")
-    b_l = 0.0
-    b_o = tl.zeros([D], dtype=tl.float32)
-    for i_s in range(start, end, BS):
-        o_s = i_s + tl.arange(0, BS)
-        m_s = o_s < end
-        b_k = tl.load(k_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_v = tl.load(v_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_s = tl.where(m_s, tl.sum(b_q[None, :] * b_k, 1), float("-inf"))
-        b_m_new = tl.maximum(b_m, tl.max(b_s, 0))
-        b_r = tl.exp(b_m - b_m_new)
-        b_p = tl.exp(b_s - b_m_new)
-        b_l = b_l * b_r + tl.sum(b_p, 0)
-        b_o = b_o * b_r + tl.sum(b_p[:, None] * b_v, 0)
-        b_m = b_m_new
-    tl.store(o_part_ptr + (i_bh * NUM_SPLITS + split_id) * D + o_d, b_o / b_l)
-    tl.store(lse_part_ptr + i_bh * NUM_SPLITS + split_id, b_m + tl.log(b_l))
-''',
 )
