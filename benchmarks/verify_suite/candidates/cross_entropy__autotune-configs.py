@@ -1,11 +1,11 @@
 """cross_entropy + autotune-configs: @triton.autotune over BLOCK and num_warps, keyed on the vocabulary size."""
 
+import os
 import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from cross_entropy import *  # noqa: E402,F401,F403  the harness (kernels/cross_entropy.py, __all__)

@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from cross_entropy import *  # noqa: E402,F401,F403  the harness (kernels/cross_entropy.py, __all__)
 
 
-
 @triton.jit
 def cross_entropy_kernel(logits_ptr, target_ptr, loss_ptr, stride, n_cols, BLOCK: tl.constexpr):
     LOG2E: tl.constexpr = 1.4426950408889634

@@ -11,7 +11,6 @@ from cross_entropy import *  # noqa: E402,F401,F403  the harness (kernels/cross_
 from cross_entropy import BLOCK  # noqa: E402
 
 
-
 @triton.jit
 def cross_entropy_kernel(logits_ptr, target_ptr, loss_ptr, stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)

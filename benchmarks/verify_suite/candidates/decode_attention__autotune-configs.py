@@ -1,11 +1,11 @@
 """decode_attention + autotune-configs: @triton.autotune over BLOCK_N, num_warps and num_stages, keyed on D and the GQA group."""
 
+import os
 import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from decode_attention import *  # noqa: E402,F401,F403  the harness (kernels/decode_attention.py, __all__)

@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from decode_attention import *  # noqa: E402,F401,F403  the harness (kernels/decode_attention.py, __all__)
 
 
-
 @triton.jit
 def decode_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, S, sm_scale,
                             stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_ob, stride_oh,

@@ -3,13 +3,12 @@
 import sys
 from pathlib import Path
 
+import torch
 import triton
 import triton.language as tl
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from decode_attention import *  # noqa: E402,F401,F403  the harness (kernels/decode_attention.py, __all__)
-
 
 
 @triton.jit

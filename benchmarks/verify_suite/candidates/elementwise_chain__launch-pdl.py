@@ -1,12 +1,12 @@
 """elementwise_chain + launch-pdl: launch_pdl=True, gdc_wait before the first load of upstream data (the host upcasts stay)."""
 
+import os
 import sys
 from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from elementwise_chain import *  # noqa: E402,F401,F403  the harness (kernels/elementwise_chain.py, __all__)

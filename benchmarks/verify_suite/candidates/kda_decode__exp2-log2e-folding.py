@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from kda_decode import *  # noqa: E402,F401,F403  the harness (kernels/kda_decode.py, __all__)
 
 
-
 @triton.jit
 def kda_decode_kernel(q_ptr, k_ptr, v_ptr, a_ptr, beta_ptr, A_log_ptr, dt_bias_ptr, s_ptr, o_ptr, s_out_ptr, H,
                       scale, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr):

@@ -1,12 +1,11 @@
 """kda_decode + launch-pdl: launch_pdl=True; parameter loads (A_log, dt_bias) before gdc_wait, activations after it."""
 
+import os
 import sys
 from pathlib import Path
 
-
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from kda_decode import *  # noqa: E402,F401,F403  the harness (kernels/kda_decode.py, __all__)

@@ -1,11 +1,11 @@
 """matmul_fp32 + autotune-configs: @triton.autotune over tile sizes, num_warps and num_stages."""
 
+import os
 import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from matmul_fp32 import *  # noqa: E402,F401,F403  the harness (kernels/matmul_fp32.py, __all__)

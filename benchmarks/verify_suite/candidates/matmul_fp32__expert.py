@@ -1,11 +1,11 @@
 """matmul_fp32 + expert: expert: grouped swizzle, larger autotuned tiles, acc in tl.dot, tf32x3 (near-fp32 on tensor cores)."""
 
+import os
 import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from matmul_fp32 import *  # noqa: E402,F401,F403  the harness (kernels/matmul_fp32.py, __all__)

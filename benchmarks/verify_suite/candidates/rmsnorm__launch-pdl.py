@@ -1,9 +1,8 @@
 """rmsnorm + launch-pdl: launch_pdl=True; the weight load runs before gdc_wait, x after it."""
 
+import os
 import sys
 from pathlib import Path
-
-import os
 
 import triton
 import triton.language as tl

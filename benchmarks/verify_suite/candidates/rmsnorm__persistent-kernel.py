@@ -3,9 +3,9 @@
 import sys
 from pathlib import Path
 
+import torch
 import triton
 import triton.language as tl
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from rmsnorm import *  # noqa: E402,F401,F403  the harness (kernels/rmsnorm.py, __all__)

@@ -1,11 +1,11 @@
 """scan + autotune-configs: @triton.autotune over BT/BD, num_warps and num_stages, keyed on D."""
 
+import os
 import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from scan import *  # noqa: E402,F401,F403  the harness (kernels/scan.py, __all__)

@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from scan import *  # noqa: E402,F401,F403  the harness (kernels/scan.py, __all__)
 
 
-
 @triton.heuristics({"EVEN": lambda args: args["T"] % args["BT"] == 0 and args["D"] % args["BD"] == 0})
 @triton.jit
 def scan_kernel(x_ptr, y_ptr, T, D, stride_b, stride_t, BT: tl.constexpr, BD: tl.constexpr, EVEN: tl.constexpr):

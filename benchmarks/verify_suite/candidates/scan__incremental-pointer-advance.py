@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from scan import *  # noqa: E402,F401,F403  the harness (kernels/scan.py, __all__)
 
 
-
 @triton.jit
 def scan_kernel(x_ptr, y_ptr, T, D, stride_b, stride_t, BT: tl.constexpr, BD: tl.constexpr):
     i_d = tl.program_id(0)

@@ -1,11 +1,11 @@
 """softmax + autotune-configs: @triton.autotune over BLOCK and num_warps (keyed on the row length)."""
 
+import os
 import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
-import os
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from softmax import *  # noqa: E402,F401,F403  the harness (kernels/softmax.py, __all__)

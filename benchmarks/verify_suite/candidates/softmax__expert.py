@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from softmax import *  # noqa: E402,F401,F403  the harness (kernels/softmax.py, __all__)
 
 
-
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, stride_x, stride_y, n_cols, BLOCK: tl.constexpr):
     LOG2E: tl.constexpr = 1.4426950408889634

@@ -5,11 +5,10 @@ from pathlib import Path
 
 import triton
 import triton.language as tl
-from softmax import BLOCK  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from softmax import *  # noqa: E402,F401,F403  the harness (kernels/softmax.py, __all__)
-
+from softmax import BLOCK  # noqa: E402
 
 
 @triton.jit
