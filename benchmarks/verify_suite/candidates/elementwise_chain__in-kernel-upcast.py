@@ -1,0 +1,28 @@
+"""elementwise_chain + in-kernel-upcast: the kernel takes the bf16 tensors and upcasts in registers (.to(tl.float32)); no host .float() copies."""
+
+import sys
+from pathlib import Path
+
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
+from elementwise_chain import *  # noqa: E402,F401,F403  the harness (kernels/elementwise_chain.py, __all__)
+
+from elementwise_chain import BLOCK, SCALE  # noqa: E402
+
+
+@triton.jit
+def chain_kernel(gate_ptr, up_ptr, res_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    gate = tl.load(gate_ptr + offs, mask=mask).to(tl.float32)
+    up = tl.load(up_ptr + offs, mask=mask).to(tl.float32)
+    res = tl.load(res_ptr + offs, mask=mask).to(tl.float32)
+    out = gate * tl.sigmoid(gate) * up * scale + res
+    tl.store(out_ptr + offs, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(gate, up, residual, out):
+    n = gate.numel()
+    chain_kernel[(triton.cdiv(n, BLOCK),)](gate, up, residual, out, n, SCALE, BLOCK=BLOCK)

@@ -1,0 +1,34 @@
+"""kb_cross_entropy + expert: one online pass, exp2, streamed loads, 8192-wide tiles over 16 warps."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def cross_entropy_kernel(logits_ptr, target_ptr, loss_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * stride
+    offs = tl.arange(0, BLOCK)
+    m = float("-inf")
+    s = 0.0
+    for start in range(0, n_cols, BLOCK):
+        x = tl.load(row_ptr + start + offs, mask=start + offs < n_cols, other=float("-inf"), eviction_policy="evict_first")
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp2((m - m_new) * 1.4426950408889634) + tl.sum(tl.exp2((x - m_new) * 1.4426950408889634), axis=0)
+        m = m_new
+    t = tl.load(target_ptr + row)
+    tl.store(loss_ptr + row, m + tl.log(s) - tl.load(row_ptr + t))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        predictions = predictions.contiguous()
+        loss = torch.empty(predictions.shape[0], dtype=torch.float32, device=predictions.device)
+        cross_entropy_kernel[(predictions.shape[0],)](predictions, targets, loss, predictions.stride(0),
+                                                      predictions.shape[1], BLOCK=8192, num_warps=16)
+        return loss.mean()
