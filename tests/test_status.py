@@ -94,3 +94,8 @@ def test_suggest_ranks_by_evidence_and_never_puts_a_refuted_skeleton_first(monke
     assert new[-1] == first and new.index(last) < ids.index(last)
     refuted = judged.suggestions[-1]
     assert refuted.status == "refuted" and any("REFUTED" in c and "NaN in out0" in c for c in refuted.caveats)
+
+
+def test_same_machine_code_is_no_effect():
+    r = status_of([run("no-op", subject="example", speedup=None)], H200)
+    assert r.status is Status.NO_EFFECT and "same machine code" in r.line

@@ -123,9 +123,11 @@ def status_of(records: list["Verification"], target: Target | None = None) -> St
     elif own:
         status = Status.DEMONSTRATED
         line = f"{speed:.2f}x on {where}, on its own example only"
-    elif any(r.verdict == "no-effect" for r in mine) and not any(r.verdict == "slower" for r in mine):
+    elif any(r.verdict in ("no-effect", "no-op") for r in mine) and not any(r.verdict == "slower" for r in mine):
         status = Status.NO_EFFECT
-        line = f"no measurable effect on {where}"
+        noop = next((r for r in mine if r.verdict == "no-op"), None)
+        line = (f"compiles to the same machine code as the original on {_where(noop)}" if noop
+                else f"no measurable effect on {where}")
     elif any(r.verdict == "slower" for r in mine):
         status = Status.REFUTED
         r = next(r for r in mine if r.verdict == "slower")

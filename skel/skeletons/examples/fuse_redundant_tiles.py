@@ -76,7 +76,7 @@ def flops(shape, dtype):
 def before_kernel(
         q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, scale, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
         BK: tl.constexpr, BV: tl.constexpr):
-    i_v, i_nh = tl.program_id(0), tl.program_id(1)
+    i_nh, i_v = tl.program_id(0), tl.program_id(1)  # (sequence, head) on axis 0: up to 2**31-1 programs
     i_h = i_nh % H
     o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
@@ -104,7 +104,7 @@ def before_kernel(
 def before(q, k, v, gk, beta, A_log, dt_bias, h0, o, ht):
     N, H, K = q.shape
     V = v.shape[-1]
-    before_kernel[(triton.cdiv(V, BV), N * H)](
+    before_kernel[(N * H, triton.cdiv(V, BV))](
         q, k, v, gk, beta, A_log, dt_bias, h0, o, ht, K ** -0.5, H=H, K=K, V=V, BK=triton.next_power_of_2(K), BV=BV,
         num_warps=4)
 
