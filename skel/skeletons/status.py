@@ -134,7 +134,8 @@ def status_of(records: list["Verification"], target: Target | None = None) -> St
         line = f"slower on {_where(r)} ({r.speedup or 0:.2f}x, {r.kernel})"
     else:
         status = Status.DRAFT
-        line = f"correct on {where}; not timed"
+        fix = next((r for r in mine if r.verdict == "correct" and r.detail.startswith("fixes")), None)
+        line = f"{fix.detail} on {_where(fix)}" if fix else f"correct on {where}; not timed"
 
     basis = status
     tried = {_minor(r.triton) for r in mine if r.triton}
