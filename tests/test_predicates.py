@@ -14,8 +14,8 @@ import pytest
 
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
-from skel.skeletons.predicates import (addresses, autotune, branches, dots, loops, masks, names, pointers, programs,
-                                       rows, tiles)
+from skel.skeletons.predicates import (addresses, autotune, branches, dots, host, loops, masks, names, pointers,
+                                       programs, rows, tiles)
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
@@ -717,3 +717,43 @@ def test_loops_trip_counts_steps_and_masks():
     assert [fl.text(p) for p in loops.conjuncts(fl, g.arg(0, "pointer"))] == [fl.text(g.arg(0, "pointer"))]
     k2, fl2, (x,) = _loads(BLOCK_PTR_LOOP)
     assert loops.runtime_trip_count(fl2, k2, fl2.loops[0])  # T is a runtime argument
+
+
+# --- host code around the launches -------------------------------------------------------
+
+HOSTED = '''
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+
+def forward(x, bias):
+    x32 = torch.nn.functional.silu(x.float())
+    y = torch.empty_like(x32)
+    scale_kernel[(triton.cdiv(x.numel(), 1024),)](x32, y, x.numel(), BLOCK=1024)
+    return torch.relu(y + bias)
+'''
+
+UNSEEN = '''
+@triton.jit
+def lonely_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_host_calls_before_and_after_the_launch():
+    k = kernel(HOSTED)
+    assert host.launched_here(k) and host.own_launches(k)[0].kernel == "scale_kernel"
+    assert host.launch_lines(k) and all(line > 0 for line in host.launch_lines(k))
+    assert host.calls_after_launch(k, host.ELEMENTWISE_OUTPUT_OP) == ["torch.relu"]
+    assert host.calls_before_launch(k, re.compile(r"silu$")) == ["torch.nn.functional.silu"]
+    assert host.calls_after_launch(k, re.compile(r"silu$")) == []
+    assert "triton.cdiv" not in host.own_launches(k)[0].calls_after  # launch arguments are neither side
+    assert host.host_fp32_copies(k)
+    lonely = kernel(UNSEEN)
+    assert not host.launched_here(lonely) and not host.own_launches(lonely) and not host.launch_lines(lonely)
+    assert not host.host_fp32_copies(lonely)
+    assert host.calls_after_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []
+    assert host.calls_before_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []

@@ -99,3 +99,10 @@ def test_suggest_ranks_by_evidence_and_never_puts_a_refuted_skeleton_first(monke
 def test_same_machine_code_is_no_effect():
     r = status_of([run("no-op", subject="example", speedup=None)], H200)
     assert r.status is Status.NO_EFFECT and "same machine code" in r.line
+
+
+def test_a_compile_time_gain_does_not_rank_as_a_kernel_speedup():
+    compile_gain = status_of([run(subject="example", speedup=2.0, measure="compile")], H200)
+    kernel_gain = status_of([run(subject="example", speedup=2.0)], H200)
+    assert compile_gain.status is Status.DEMONSTRATED and "compile time" in compile_gain.line
+    assert evidence_score(compile_gain) < evidence_score(kernel_gain)

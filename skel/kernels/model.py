@@ -76,6 +76,11 @@ class Launch:
     host_calls: list[str] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)  # identifiers read in that function
     star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
+    # canonical names of the launching function's calls before and after this launch, in
+    # source order (method calls keep their receiver: `y.add_`): what the host does to the
+    # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)
+    calls_before: list[str] = field(default_factory=list)
+    calls_after: list[str] = field(default_factory=list)
 
 
 @dataclass

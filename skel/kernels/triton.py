@@ -360,6 +360,9 @@ class _HostVisitor(Walker):
         self._local_callables: set[str] = set()
         self._host_calls: set[str] = set()
         self._host_names: set[str] = set()
+        self._host_seq: list[str] = []  # the launching function's calls, in source order
+        # id(launch call node) -> [launch, calls seen before it, calls seen once its arguments are done]
+        self._launch_nodes: dict[int, list] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if self._top is None:
@@ -367,6 +370,7 @@ class _HostVisitor(Walker):
             self._top = node
             self._first_launch = len(self.launches)
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
+            self._host_seq, self._launch_nodes = [], {}
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -379,6 +383,9 @@ class _HostVisitor(Walker):
                 ln.grid_is_callable = True
             ln.host_calls = sorted(self._host_calls)
             ln.host_names = sorted(self._host_names)
+        for launch, start, end in self._launch_nodes.values():
+            launch.calls_before = self._host_seq[:start]
+            launch.calls_after = self._host_seq[end:]
         self._top, self.function = None, ""
 
     def visit_Assign(self, node: cst.Assign) -> bool:
@@ -399,20 +406,29 @@ class _HostVisitor(Walker):
             if kernel and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
                 grid_node = func.slice[0].slice.value
                 _, kwargs = _kwargs(node)
-                self.launches.append(Launch(
+                launch = Launch(
                     kernel=kernel.split(".")[-1], line=0, grid=host_code(grid_node),
                     grid_is_callable=isinstance(grid_node, cst.Lambda) or (
                         isinstance(grid_node, cst.Name) and grid_node.value in self.grid_funcs),
                     kwargs=kwargs, host_function=self.function,
                     star_kwargs=[host_code(a.value) for a in node.args if a.star == "**"],
-                ))
+                )
+                self.launches.append(launch)
+                if self._top is not None:
+                    self._launch_nodes[id(node)] = [launch, len(self._host_seq), len(self._host_seq)]
         else:
             name = self.al.canonical(dotted(func))
             if name:
                 self.calls.add(name)
                 if self._top is not None:
                     self._host_calls.add(name)
+                    self._host_seq.append(name)
         return True
+
+    def leave_Call(self, node: cst.Call) -> None:
+        entry = self._launch_nodes.get(id(node))
+        if entry is not None:  # calls inside the launch's own arguments are neither before nor after
+            entry[2] = len(self._host_seq)
 
 
 class ParseError(Exception):

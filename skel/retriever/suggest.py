@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from skel.errors import SuggestError
-from skel.skeletons.base import BOUNDS, Target
+from skel.skeletons.base import BOUNDS, Status, Target
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications
 from skel.store.knowledge import Stats
@@ -242,7 +242,9 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             occurrences=count, sources=technique.sources, verification=report,
             before=a.skeleton.before.strip("\n"), after=a.skeleton.after.strip("\n"),
         ))
-    out.sort(key=lambda s: (s.status == "refuted", -s.score, s.id))
+    # measured evidence orders before any structural score: what was refuted here goes last,
+    # what measured no effect (or compiles to the same code) just above it
+    out.sort(key=lambda s: (s.status == "refuted", s.verification.basis is Status.NO_EFFECT, -s.score, s.id))
     result.suggestions = out[:k]
     if kb is not None and total:  # locations only for what is shown: they may cost store reads
         for s in result.suggestions:
@@ -251,9 +253,9 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
 
 
 def _warnings(report: StatusReport) -> list[str]:
-    from skel.skeletons.base import Status
-
     head = [f"REFUTED here: {report.line}"] if report.status is Status.REFUTED else []
+    if report.basis is Status.NO_EFFECT:
+        head = [f"measured no effect: {report.line}"]
     return head + [w for w in report.warnings if not head or w not in report.line][:3]
 
 

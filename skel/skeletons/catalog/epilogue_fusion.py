@@ -56,6 +56,7 @@ import re
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom, param
 from skel.skeletons.predicates.dots import HAS_DOT
+from skel.skeletons.predicates.host import ELEMENTWISE_OUTPUT_OP, calls_after_launch, launch_lines, launched_here
 from skel.skeletons.predicates.names import IDENT
 
 _ARITH = re.compile(r"[-+*/]")
@@ -202,6 +203,22 @@ FUSED_EPILOGUE = custom(
     "post-loop math on the `tl.dot` accumulator (activation, scale, bias, residual) before `tl.store`",
     _fused_epilogue,
 )
+def _host_epilogue(k):
+    """The file's own launch is followed by elementwise work on the output; with no launch
+    in the file the caller is out of sight, which is not a reason to stay silent."""
+    if not launched_here(k):
+        return True
+    if not calls_after_launch(k, ELEMENTWISE_OUTPUT_OP):
+        return None
+    return launch_lines(k) or True
+
+
+HOST_EPILOGUE = custom(
+    "host-epilogue",
+    "the host applies an elementwise op (bias, activation, scale, cast) to the output after the launch "
+    "(or the kernel is launched from another file)",
+    _host_epilogue,
+)
 RAW_ACC_STORE = custom(
     "raw-accumulator-store",
     "a `tl.dot` accumulator stored right after its loop with no math (at most a cast)",
@@ -215,7 +232,7 @@ SKELETON = Skeleton(
     category=Category.FUSION,
     doc=__doc__,
     present=FUSED_EPILOGUE | (EPILOGUE_FLAGS & HAS_DOT),
-    preconditions=[RAW_ACC_STORE],
+    preconditions=[RAW_ACC_STORE, HOST_EPILOGUE],
     env=Env(),
     helps=("memory",),
 )

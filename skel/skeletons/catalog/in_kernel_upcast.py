@@ -41,7 +41,10 @@ registers.
 
 from __future__ import annotations
 
+import re
+
 from skel.kernels.flow import args_of, call_name, calls_in, flow_of, is_call, kwarg, name_of, receiver
+from skel.skeletons.predicates.host import calls_before_launch, host_fp32_copies, launched_here
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
 
@@ -134,8 +137,19 @@ def _mixes_fp32(fl, k, names, exprs) -> bool:
 
 
 def _host_fp32_copy(k):
-    found = [n for n in k.module_calls if n.endswith(".float")]
-    return bool(found)
+    return host_fp32_copies(k)
+
+
+_FLOAT_COPY = re.compile(r"\.float$")
+
+
+def _copies_or_unseen(k):
+    """fp32 copies on the host, or a kernel launched from another file (its callers' dtypes
+    are out of sight). A file that launches the kernel on tensors it never upcasts feeds it
+    fp32 already: moving a cast that does not exist into the kernel changes nothing."""
+    if not launched_here(k):
+        return True
+    return bool(calls_before_launch(k, _FLOAT_COPY)) or None
 
 
 UPCAST_AFTER_LOAD = custom(
@@ -151,6 +165,11 @@ RAW_LOADS_IN_REDUCTION = custom(
 HOST_FP32_COPY = custom(
     "host-fp32-copy", "the launching file makes fp32 copies on the host (`x.float()`)", _host_fp32_copy)
 
+HOST_FP32_COPY_OR_UNSEEN = custom(
+    "host-fp32-copy-or-unseen",
+    "the launching file makes fp32 copies on the host (`x.float()`), or the kernel is launched from another file",
+    _copies_or_unseen)
+
 SKELETON = Skeleton(
     id="in-kernel-upcast",
     title="Upcast in the kernel, not on the host",
@@ -158,7 +177,7 @@ SKELETON = Skeleton(
     category=Category.MEMORY,
     doc=__doc__,
     present=UPCAST_AFTER_LOAD,
-    preconditions=[RAW_LOADS_IN_FP32_ONLY_MATH | (RAW_LOADS_IN_REDUCTION & HOST_FP32_COPY)],
+    preconditions=[(RAW_LOADS_IN_FP32_ONLY_MATH & HOST_FP32_COPY_OR_UNSEEN) | (RAW_LOADS_IN_REDUCTION & HOST_FP32_COPY)],
     env=Env(),
     helps=("memory",),
 )

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import re
 
+from skel.skeletons.predicates.host import calls_before_launch, launch_lines
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom, param
 from skel.skeletons.predicates.dots import HAS_DOT
@@ -138,11 +139,10 @@ def _raw_load_operands(k) -> list[int]:
 
 
 def _host_prepass(k) -> list[int]:
-    """The kernel is launched in this file, whose host code calls an elementwise norm/activation."""
-    if not k.launches:
-        return []
-    if any(_HOST_OPS.search(name) for name in k.module_calls):
-        return [ln.line for ln in k.launches]
+    """The kernel is launched in this file by a function that calls an elementwise
+    norm/activation *before* the launch (one after it is an epilogue, not a prologue)."""
+    if calls_before_launch(k, _HOST_OPS):  # the transform runs before the launch: it feeds the kernel
+        return launch_lines(k) or True
     return []
 
 

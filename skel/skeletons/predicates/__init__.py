@@ -24,7 +24,8 @@ and the skeletons themselves. Modules are named by topic:
 - ``pointers``: which argument a pointer comes from; in-place updates and atomics;
 - ``branches``: runtime branches on switch arguments;
 - ``loops``: loop-carried state;
-- ``masks``: constant triangular ones matrices built from index comparisons.
+- ``masks``: constant triangular ones matrices built from index comparisons;
+- ``host``: what the host code in the kernel's file does before and after its launches.
 
 Rules: predicates import only from ``skel.skeletons.conditions``,
 ``skel.kernels.flow`` and each other — never from ``skel.skeletons.catalog``;
