@@ -1,0 +1,34 @@
+"""kb_softmax + online-softmax: max and exp-sum passes merged (running max, rescaled sum): two passes over the row, not three."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, stride_x, stride_y, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    m = float("-inf")
+    s = 0.0
+    for start in range(0, n_cols, BLOCK):
+        x = tl.load(x_ptr + row * stride_x + start + offs, mask=start + offs < n_cols, other=float("-inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        x = tl.load(x_ptr + row * stride_x + start + offs, mask=mask, other=float("-inf"))
+        tl.store(y_ptr + row * stride_y + start + offs, tl.exp(x - m) / s, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        softmax_kernel[(x.shape[0],)](x, y, x.stride(0), y.stride(0), x.shape[1], BLOCK=1024)
+        return y
