@@ -20,9 +20,9 @@ if [ "$CAT" != 0 ]; then
     > "$OUT/catalog_console.txt" 2>&1; echo "verify_catalog exit $?" | tee -a "$OUT/gpu.txt"
 fi
 if [ "$SUITE" != 0 ]; then
-  timeout $((SUITE + 60)) python benchmarks/verify_suite.py --device cuda --budget-s "$SUITE" --out "$OUT" \
+  timeout $((SUITE + 90)) python benchmarks/verify_suite.py run --device cuda --budget-s "$SUITE" --out "$OUT" \
     > "$OUT/suite_console.txt" 2>&1; echo "verify_suite exit $?" | tee -a "$OUT/gpu.txt"
 fi
 SKEL_TEST_DEVICE=cuda timeout 120 python -m pytest -q -p no:cacheprovider tests/test_timing.py -k cheater \
   > "$OUT/cheaters_console.txt" 2>&1; echo "gpu cheater tests exit $?" | tee -a "$OUT/gpu.txt"
-tail -3 "$OUT"/*_console.txt
+for f in "$OUT"/*_console.txt; do echo "== $f"; tail -n 3 "$f"; done

@@ -226,6 +226,7 @@ def to_harness(p: Problem) -> tuple[Harness, Any, Any]:
     dtype = p.dtype or "float32"
     mod.SHAPES = {"given": {}}  # type: ignore[attr-defined]
     mod.CPU_SHAPES = ("given",)  # type: ignore[attr-defined]
+    mod.GPU_SHAPES = ("given",)  # type: ignore[attr-defined]  # KernelBench has one shape: time it
     mod.DTYPES = (dtype,)  # type: ignore[attr-defined]
     mod.TOLERANCES = {dtype: p.tolerance}  # type: ignore[attr-defined]
     mod.make_inputs = lambda shape, dt, seed, device: tuple(p.inputs(shape, seed))  # type: ignore[attr-defined]

@@ -69,6 +69,7 @@ class Request:
     tolerance: tuple[float, float] | None = None
     subject: str = "user"
     sides: tuple[str, str] | None = None  # launcher names in one file (an example's before/after)
+    timing: bool = True  # False: stop after the same-results and tests stages (check only)
 
 
 class _Run:
@@ -364,6 +365,11 @@ def _stage_tests(run: _Run) -> None:
 
 def _stage_timing(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
     req = run.req
+    if not req.timing:
+        run.skip("faster", "not asked (check only)")
+        run.unchecked.append("no timing: a check-only run")
+        run.verdict, run.detail = "correct", "same results; not timed (check only)"
+        return
     if req.device == "cpu":
         run.skip("faster", "no timing on the CPU (TRITON_INTERPRET=1): speed not measured")
         run.unchecked.append("no timing on the CPU: whether the candidate is faster is unknown")

@@ -66,9 +66,9 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
 from skel.skeletons.predicates.dots import NO_DOT
 
-_HEAD_BLOCK = re.compile(r"BLOCK_H\w*|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
+_HEAD_BLOCK = re.compile(r"BLOCK_H\w*|GROUP|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
                          r"QUERY_GROUP_SIZE|KV_GROUP_NUM|GQA_GROUP_SIZE|GROUP_SIZE|HEAD_GROUP\w*")
-_HEAD_INDEX = re.compile(r"(?i)\w*head\w*|(i|off|cur|pid|idx)_h\w*|i_kvh|kvh\w*")
+_HEAD_INDEX = re.compile(r"(?i)\w*head\w*|(i|off|cur|pid|idx)_h\w*|i_kvh|kvh\w*|kv_h\w*")
 _GROUP = re.compile(r"\w+\s*//\s*\(?\s*(G|kv_group_num|KV_GROUP_NUM|(?i:\w*group\w*)|num_queries_per_kv|\w*_per_kv\w*|"
                     r"HQ\s*//\s*H|NUM_Q\w*|QH_PER_KH)\b")
 _VEC_MAT = re.compile(r"\[\s*None\s*,\s*:\s*\]\s*\*|\*\s*[\w.]+\s*\[\s*None\s*,\s*:\s*\]")
