@@ -11,7 +11,7 @@ mkdir -p "$OUT"
 CAT=${1:-300}
 SUITE=${2:-200}
 # the GPU image has torch and Triton but not libcst (the catalog's detectors need it)
-python -c "import libcst" 2>/dev/null || pip install -q --no-deps .wheels/*.whl
+python -c "import libcst" 2>/dev/null || python -m pip install -q --no-deps .wheels/*.whl
 export PYTHONPATH=$PWD
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee "$OUT/gpu.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/gpu.txt"
