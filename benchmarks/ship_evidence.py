@@ -4,7 +4,8 @@
 
 Each input line is one ``skel.store.evidence.Verification`` (as written by
 ``benchmarks/verify_catalog.py`` and ``benchmarks/verify_suite.py``). Runs on the CPU
-interpreter are left out (they prove correctness, not speed, and CI re-checks them anyway).
+interpreter (they prove correctness, not speed, and CI re-checks them) and pairs a budget
+never reached are left out.
 A run replaces the shipped run with the same key (skeleton, kernel, subject, device,
 Triton), so re-running a fixed pair supersedes its old verdict. Writes
 ``skel/data/verifications.jsonl`` sorted by key, so diffs of the data file are readable.
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from skel.store.evidence import SHIPPED, Verification  # noqa: E402
+from skel.store.evidence import SHIPPED, VERDICTS, Verification  # noqa: E402
 
 
 def main() -> int:
@@ -40,15 +41,27 @@ def main() -> int:
         for line in path.read_text().splitlines():
             if not line.strip():
                 continue
-            rec = Verification.from_dict(json.loads(line))
+            raw = json.loads(line)
+            if raw.get("verdict") not in VERDICTS:  # a pair the budget never reached ("not-run")
+                skipped += 1
+                continue
+            rec = Verification.from_dict(raw)
             if rec.backend == "cpu":
                 skipped += 1
                 continue
             by_key[rec.key] = rec
             added += 1
+    # a run recorded without its device (a child that crashed before saying where it ran) is
+    # superseded by a later run of the same pair: it cannot be placed in any environment
+    placed = {(r.skeleton, r.kernel, r.subject): r.date for r in by_key.values() if r.device}
+    dropped = [k for k, r in by_key.items()
+               if not r.device and placed.get((r.skeleton, r.kernel, r.subject), "") > (r.date or "")]
+    for k in dropped:
+        del by_key[k]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(by_key[k].to_dict(), sort_keys=True) + "\n" for k in sorted(by_key)))
-    print(f"{args.out}: {len(by_key)} runs ({before} before; {added} read, {skipped} CPU runs left out)")
+    print(f"{args.out}: {len(by_key)} runs ({before} before; {added} read, {skipped} CPU or not-run records left "
+          f"out, {len(dropped)} superseded runs without a device dropped)")
     return 0
 
 

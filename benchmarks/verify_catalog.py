@@ -202,7 +202,12 @@ def child_main(sk_id: str, device: str, budget_s: float, out: Path) -> None:
 
         tb = traceback.format_exc().strip().splitlines()
         msg = str(e).splitlines()[0] if str(e) else ""
-        rec = dict(skeleton=sk_id, verdict="failed", detail=f"{type(e).__name__}: {msg}", traceback=tb[-12:])
+        from skel.skeletons.examples import example_path
+        from skel.verifier.gpu import device_facts
+
+        rec = dict(skeleton=sk_id, kernel=f"example:{example_path(sk_id).relative_to(ROOT)}", subject="example",
+                   date=datetime.now(timezone.utc).isoformat(timespec="seconds"), **device_facts(device),
+                   verdict="failed", detail=f"{type(e).__name__}: {msg}", traceback=tb[-12:])
     out.write_text(json.dumps(rec, default=str))
 
 
