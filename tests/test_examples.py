@@ -17,6 +17,13 @@ from skel.skeletons.examples import example_path, module_name
 SKELETONS = registry.all_skeletons()
 
 
+def test_triton_is_there_when_ci_requires_it():
+    """CI must run the pairs, not skip them: there a missing Triton is a failure."""
+    if not os.environ.get("SKEL_REQUIRE_REAL_PACKAGES"):
+        pytest.skip("SKEL_REQUIRE_REAL_PACKAGES is not set (only CI requires Triton)")
+    import triton  # noqa: F401
+
+
 def test_every_skeleton_has_an_example():
     missing = [s.id for s in SKELETONS if not example_path(s.id).is_file()]
     assert not missing, f"skeletons without a runnable example: {missing}"

@@ -159,8 +159,9 @@ def test_l2_cheater_gives_right_results_both_ways():
     from skel.verifier.correctness import run_and_check
 
     h, cheat = _load("gpu_rowsum.py"), _load("gpu_l2_resident.py")
+    device = "cuda" if os.environ.get("SKEL_TEST_DEVICE") == "cuda" else "cpu"  # the interpreter, unless on a GPU
     for _ in range(2):  # forwards, then backwards
-        checks = run_and_check(h, cheat.run, h.shapes["tiny"], "float32", seed=1, device="cpu")
+        checks = run_and_check(h, cheat.run, h.shapes["tiny"], "float32", seed=1, device=device)
         assert all(c.ok for c in checks), checks
 
 
