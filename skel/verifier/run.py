@@ -236,11 +236,8 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any =
             run.stop("applied", "no-op", "the candidate's syntax tree is the original's (only comments or "
                      "formatting differ)")
             return
-    try:
-        applied = _gpu_stage("applied")
-    except ImportError:
-        _applied_fallback(run)
-        return
+    from skel.verifier import applied
+
     r = applied.check_applied(req.original, req.candidate, kernel=req.kernel, skeleton=req.skeleton, harness=h,
                               orig_fn=orig_fn, cand_fn=cand_fn, device=req.device)
     notes = list(r.notes)
@@ -259,28 +256,6 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any =
                                  "launch grids and the installed driver's code not compared")
         else:
             run.unchecked.append("machine code not compared (no GPU): a no-op change would not be caught here")
-
-
-def _applied_fallback(run: _Run) -> None:
-    """Until the GPU-side applied stage is installed: the technique present, nothing more."""
-    req = run.req
-    notes = ["applied stage module not installed: checked the parse, an unchanged syntax tree, and the technique"]
-    run.unchecked.append("machine code not compared (applied stage not available)")
-    same_file = req.candidate.resolve() == req.original.resolve()
-    if req.skeleton:
-        from skel.kernels.triton import extract_file
-        from skel.skeletons.registry import get
-
-        sk = get(req.skeleton)
-        text = req.candidate.read_text(encoding="utf-8")
-        kernels = [k for k in extract_file(text, str(req.candidate))
-                   if not same_file or k.name.startswith(req.sides[1] if req.sides else "after")]
-        if not any(sk.assess(k).present is not None for k in kernels):
-            run.stop("applied", "not-applied", f"{req.skeleton}: the technique is not detected in the candidate's "
-                     f"kernels ({', '.join(k.name for k in kernels) or 'none found'})", notes)
-            return
-        notes.append(f"{req.skeleton}: detected in the candidate")
-    run.stages.append(StageReport("applied", "passed", "the candidate parses and differs from the original", notes))
 
 
 def _shape_names(run: _Run, h: Any) -> list[str]:
