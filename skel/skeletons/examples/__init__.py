@@ -50,11 +50,31 @@ class Template:
         return "\n".join(lines)
 
 
+def _short(name: str, side: str) -> str:
+    """``before_kernel`` -> ``kernel``; the bare launcher ``before`` -> ``launch``."""
+    return name[len(side):].lstrip("_") or "launch"
+
+
 def _strip_prefix(src: str, side: str, names: list[str]) -> str:
     for name in names:
-        short = name[len(side):].lstrip("_") or "launch"
-        src = re.sub(rf"\b{re.escape(name)}\b", short, src)
+        src = re.sub(rf"\b{re.escape(name)}\b", _short(name, side), src)
     return src
+
+
+def _realign_signature(chunk: list[str], def_at: int, body_at: int, shift: int) -> list[str]:
+    """Continuation lines of a ``def`` aligned under its opening parenthesis move left by as
+    much as the name shrinks when its prefix is dropped, so ``before_`` and ``after_`` sides
+    line up and the diff shows only the technique."""
+    if shift <= 0:
+        return chunk
+    indent = len(chunk[def_at]) - len(chunk[def_at].lstrip())
+    out = list(chunk)
+    for i in range(def_at + 1, min(body_at, len(out))):
+        line = out[i]
+        lead = len(line) - len(line.lstrip(" "))
+        if lead > indent + 4 and line[:shift].strip() == "":  # aligned, not a hanging indent
+            out[i] = line[shift:]
+    return out
 
 
 def _side(tree: ast.Module, lines: list[str], side: str) -> str:
@@ -67,7 +87,11 @@ def _side(tree: ast.Module, lines: list[str], side: str) -> str:
             if not name.startswith(side):
                 continue
             start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-            chunks.append("\n".join(lines[start - 1:node.end_lineno]))
+            chunk = lines[start - 1:node.end_lineno]
+            if isinstance(node, ast.FunctionDef) and node.body:
+                chunk = _realign_signature(chunk, node.lineno - start, node.body[0].lineno - start,
+                                           len(name) - len(_short(name, side)))
+            chunks.append("\n".join(chunk))
             names.append(name)
     # longest names first so `before_kernel_inner` is not half-rewritten by `before_kernel`
     return _strip_prefix("\n\n\n".join(chunks), side, sorted(names, key=len, reverse=True))

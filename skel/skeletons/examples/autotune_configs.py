@@ -102,7 +102,7 @@ def before(a, b, c):
         triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4, num_stages=4),
     ],
     key=["M", "N", "K"],
-    do_bench=bench,
+    do_bench=bench,  # harness: triton.testing.do_bench on a GPU, one timed run under the interpreter
 )
 @triton.jit
 def after_kernel(a_ptr, b_ptr, c_ptr, M, N, K,

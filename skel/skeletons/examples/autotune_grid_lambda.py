@@ -64,7 +64,7 @@ def bench(fn, quantiles):
 @triton.autotune(
     configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((1024, 4), (2048, 4), (4096, 8), (8192, 16))],
     key=["N"],
-    do_bench=bench,
+    do_bench=bench,  # harness: triton.testing.do_bench on a GPU, one timed run under the interpreter
 )
 @triton.jit
 def before_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
@@ -83,7 +83,7 @@ def before(x, y):
 @triton.autotune(
     configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((1024, 4), (2048, 4), (4096, 8), (8192, 16))],
     key=["N"],
-    do_bench=bench,
+    do_bench=bench,  # harness: triton.testing.do_bench on a GPU, one timed run under the interpreter
 )
 @triton.jit
 def after_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):

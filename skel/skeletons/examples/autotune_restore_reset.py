@@ -65,7 +65,7 @@ def bench(fn, quantiles):
 @triton.autotune(
     configs=[triton.Config({"ROWS": r, "BLOCK_N": bn}, num_warps=4) for r in (256, 1024) for bn in (64, 128)],
     key=["M", "N"],
-    do_bench=bench,
+    do_bench=bench,  # harness: triton.testing.do_bench on a GPU, one timed run under the interpreter
 )
 @triton.jit
 def before_kernel(dy_ptr, db_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, CHUNK: tl.constexpr):
@@ -89,7 +89,7 @@ def before(dy, db):
     configs=[triton.Config({"ROWS": r, "BLOCK_N": bn}, num_warps=4) for r in (256, 1024) for bn in (64, 128)],
     key=["M", "N"],
     reset_to_zero=["db_ptr"],
-    do_bench=bench,
+    do_bench=bench,  # harness: triton.testing.do_bench on a GPU, one timed run under the interpreter
 )
 @triton.jit
 def after_kernel(dy_ptr, db_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, CHUNK: tl.constexpr):
