@@ -106,3 +106,12 @@ def test_a_compile_time_gain_does_not_rank_as_a_kernel_speedup():
     kernel_gain = status_of([run(subject="example", speedup=2.0)], H200)
     assert compile_gain.status is Status.DEMONSTRATED and "compile time" in compile_gain.line
     assert evidence_score(compile_gain) < evidence_score(kernel_gain)
+
+
+def test_slower_runs_on_other_kernels_pull_the_expected_gain_down():
+    lucky = status_of([run(subject="example", kernel="ex", speedup=2.0)], H200)
+    mixed = status_of([run(subject="example", kernel="ex", speedup=2.0),
+                       run("slower", kernel="a", speedup=0.6), run("slower", kernel="b", speedup=0.75)], H200)
+    assert mixed.status is Status.DEMONSTRATED and mixed.speedup == 2.0
+    assert mixed.expected is not None and mixed.expected < 1.0
+    assert evidence_score(mixed) < evidence_score(lucky)
