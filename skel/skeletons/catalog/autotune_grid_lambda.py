@@ -29,6 +29,8 @@ larger blocks that cut the program count.
 - the launch already uses a callable grid. Detection reads the launch facts; a grid
   held in a local variable is resolved by reading the host function in the source file
   when that file is available and matches the kernel.
+- a fixed grid sized for the smallest tuned block only launches extra, fully masked programs: on an
+  H200 that cost nothing measurable (1.00×, `benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`); the lambda is a correctness and tidiness fix.
 
 ## References
 - flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_cum` launch)

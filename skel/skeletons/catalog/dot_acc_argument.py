@@ -29,6 +29,8 @@ the dot and the add (casts, scaling) that would defeat the pattern match.
 - on Blackwell, flash-linear-attention wraps some dots (`safe_dot`) precisely to stop the
   compiler fusing add and dot, because of a Triton bug (fla-org/flash-linear-attention#638,
   triton-lang/triton#8695) — do not undo such workarounds.
+- Triton 3.6 already fuses `acc += tl.dot(a, b)` into the MMA accumulator: on an H200 the two forms
+  compiled to the same PTX (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`), so the rewrite is a no-op there.
 
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `accumulator = tl.dot(a, b, accumulator)`)

@@ -25,6 +25,8 @@ throughput while cutting the error to near-fp32 levels.
   speed lever by itself; measure;
 - under `TRITON_INTERPRET=1` the precision argument is ignored, so CPU tests cannot
   show the difference.
+- it is an accuracy technique, not a speed one: on an H200 tf32x3 ran at 0.77× and 0.57× of tf32 on
+  batched fp32 chunk products (64- and 128-wide) (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`); use it where TF32's error matters, not to go faster.
 
 ## References
 - flash-linear-attention `fla/ops/kda/chunk_intra.py` (`chunk_kda_fwd_kernel_inter_solve_fused`)

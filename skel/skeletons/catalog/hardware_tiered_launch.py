@@ -38,6 +38,9 @@ Detection: a launch whose keyword values mention an architecture query, or a hos
 function that queries the hardware and passes non-literal `num_warps`/`num_stages`/tile
 arguments (read from the source file when it is available and matches the kernel;
 otherwise from the file's host calls).
+- a tier chosen from shared-memory size alone is not a tuned config: on an H200 the sm_90 tier of the
+  example (BK=64, 8 warps, 4 stages) ran at 0.48× of the portable one on a 4096³ GEMM and 1.29× on
+  8192 × 14336 × 4096 (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`); tune the tiers, or autotune.
 
 ## References
 - flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd`: `check_shared_mem`)

@@ -32,6 +32,8 @@ several call sites.
   runs and the extra variant is wasted compile time;
 - the kernel already takes an `EVEN_*`-style constexpr computed by the caller and is not
   autotuned on the block size involved.
+- when K is already a multiple of 16, Triton vectorises the masked loads itself: an EVEN_K heuristic
+  measured no effect on an H200 (1.01×, `benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`).
 
 ## References
 - flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` heuristics)

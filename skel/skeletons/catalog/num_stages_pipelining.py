@@ -35,6 +35,8 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - on backends without async copies (pre-Ampere NVIDIA) the extra stages buy little;
   on AMD the meaning of `num_stages` differs (stream-pipeliner depth) — tune it there
   separately.
+- on an H200 with Triton 3.6, raising a fp16 GEMM from the default 3 stages to 4 measured no effect
+  (1.01×, `benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`): the default already pipelines a plain K loop.
 
 ## References
 - flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`,

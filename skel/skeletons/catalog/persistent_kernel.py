@@ -38,6 +38,10 @@ hides the per-program overhead.
 The host must launch `min(n_rows, k * NUM_SMS)` programs (query
 `torch.cuda.get_device_properties(...).multi_processor_count`); launching `n_rows`
 programs with the loop still works but only adds overhead.
+- measured on an H200 (Triton 3.6, `benchmarks/results/gpu-2026-12-01-suite/verify_suite_2026-12-01.md`): a grid-stride loop lost to one program per row on
+  RMSNorm at 262,144 × 512 (0.43×) and 32,768 × 4,096 (0.92×), and on the KernelBench RMSNorm (0.76×), while
+  it paid 2.2× and 3.6× on 4M × 128 and 8M × 64 rows (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`): it pays for very short rows, not for rows of
+  hundreds of elements or more.
 
 ## References
 - Triton tutorial `02-fused-softmax.py` (`softmax_kernel`: `tl.range(row_start, n_rows, row_step, num_stages=...)`)
