@@ -240,12 +240,15 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             components={c: round(v, 3) for c, v in components.items()},
             why=[str(h) for h in a.matched], caveats=a.env_notes + _warnings(report), evidence=[],
             occurrences=count, sources=technique.sources, verification=report,
-            before=a.skeleton.before.strip("\n"), after=a.skeleton.after.strip("\n"),
+            before="", after="",  # filled below for the suggestions shown
         ))
     # measured evidence orders before any structural score: what was refuted here goes last,
     # what measured no effect (or compiles to the same code) just above it
     out.sort(key=lambda s: (s.status == "refuted", s.verification.basis is Status.NO_EFFECT, -s.score, s.id))
     result.suggestions = out[:k]
+    by_id = {a.skeleton.id: a.skeleton for a in candidates}
+    for s in result.suggestions:  # templates are read from the example files only for what is shown
+        s.before, s.after = by_id[s.id].before.strip("\n"), by_id[s.id].after.strip("\n")
     if kb is not None and total:  # locations only for what is shown: they may cost store reads
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from skel.errors import SkeletonError
 from skel.skeletons.conditions import ALWAYS, Condition, Hit
@@ -183,11 +183,21 @@ class Skeleton:
     doc: str
     present: Condition
     preconditions: list[Condition]
-    before: str = ""  # derived from skeletons/examples/<id>.py by the registry
-    after: str = ""
+    # The shown before/after template, derived from skeletons/examples/<id>.py on first use
+    # (the registry sets it): parsing 34 example files costs ~60 ms that `skel suggest`
+    # only pays for the suggestions it shows.
+    template_source: Callable[[], tuple[str, str]] | None = field(default=None, repr=False, compare=False)
     env: Env = field(default_factory=Env)
     helps: tuple[str, ...] = ()  # profile bounds it addresses: memory / compute / latency / occupancy
     module: str = ""
+
+    @property
+    def before(self) -> str:
+        return self.template_source()[0] if self.template_source else ""
+
+    @property
+    def after(self) -> str:
+        return self.template_source()[1] if self.template_source else ""
 
     def assess(self, k: "KernelFacts", target: Target | None = None) -> Assessment:
         present = self.present.check(k)
@@ -228,7 +238,9 @@ def validate(s: Skeleton) -> None:
     problems = []
     if not ID_RE.match(s.id or ""):
         problems.append(f"id {s.id!r} is not kebab-case")
-    for attr in ("title", "summary", "before", "after"):
+    if s.template_source is None:
+        problems.append("no runnable example pair (skel/skeletons/examples/<id>.py) to show as its template")
+    for attr in ("title", "summary"):
         if not (getattr(s, attr) or "").strip():
             problems.append(f"missing {attr}")
     if len(s.summary or "") > 120:

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 from skel.errors import NotFoundError, SkeletonError
 from skel.skeletons.base import Skeleton, validate
-from skel.skeletons.examples import template
+from skel.skeletons.examples import example_path, template
 
 CATALOG_PACKAGE = "skel.skeletons.catalog"
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
+
+
+def _pair(skeleton_id: str) -> tuple[str, str]:
+    shown = template(skeleton_id)
+    return (shown.before, shown.after) if shown else ("", "")
 
 
 @lru_cache(maxsize=1)
@@ -33,9 +38,8 @@ def all_skeletons() -> tuple[Skeleton, ...]:
         sk.module = mod.__name__
         if not sk.doc:
             sk.doc = mod.__doc__ or ""
-        shown = template(sk.id)  # the runnable pair, when it has one, is the template shown
-        if shown is not None:
-            sk.before, sk.after = shown.before, shown.after
+        if example_path(sk.id).is_file():  # the runnable pair is the template shown, read when asked
+            sk.template_source = partial(_pair, sk.id)
         validate(sk)
         if info.name != sk.id.replace("-", "_"):
             raise SkeletonError(f"{mod.__name__}: module name must be the id with underscores ({sk.id})")
