@@ -55,13 +55,13 @@ def check_both(h: Any, shape: str, dtype: str, seed: int, device: str,
     ``codes``, each side runs once more with its launches recorded (their machine code)."""
     import torch
 
-    from skel.verifier.correctness import OutputCheck, _fp64, compare, dtype_of, poison
+    from skel.verifier.correctness import OutputCheck, fp64, compare, dtype_of, poison
 
     dt = dtype_of(dtype)
     atol, rtol = h.tolerance(dtype)
     inputs = h.make_inputs(h.shapes[shape], dt, seed, device)
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    ref = h.reference(*(_fp64(x) for x in saved))
+    ref = h.reference(*(fp64(x) for x in saved))
     out: dict[str, list[Any]] = {}
     for side in ("before", "after"):
         outputs = h.make_outputs(h.shapes[shape], dt, device)

@@ -27,15 +27,11 @@ def _no_offline_compile(request, monkeypatch):
     the whole run on a correct candidate."""
     if request.node.name.startswith("test_a_correct_candidate"):
         return
-    try:
-        import skel.verifier.applied as applied
-    except ImportError:
-        return
+    import skel.verifier.applied as applied
 
-    def stub(*_a, **_k):
-        raise NotImplementedError("stubbed in tests/test_verify.py")
-
-    monkeypatch.setattr(applied, "compare_machine_code", stub, raising=False)
+    # "could not be compared" is a result the stage already handles: it notes it and goes on
+    monkeypatch.setattr(applied, "compare_machine_code",
+                        lambda *_a, **_k: (None, "machine code not compared here (tests/test_applied.py covers it)"))
 
 
 def verify(candidate: str, original=ORIGINAL, **kw):

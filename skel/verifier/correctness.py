@@ -92,8 +92,6 @@ def fp64(x: Any) -> Any:
     return x
 
 
-_fp64 = fp64  # the old private name
-
 
 def compare(out: Any, ref: Any, atol: float, rtol: float, index: int) -> OutputCheck:
     import torch

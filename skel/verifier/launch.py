@@ -106,11 +106,11 @@ def _sync(device: str) -> None:
 
 
 def _check(h: Harness, inputs: tuple, outputs: tuple, saved: tuple, dtype: str) -> tuple[float, str]:
-    from skel.verifier.correctness import _fp64, compare
+    from skel.verifier.correctness import fp64, compare
 
     atol, rtol = h.tolerance(dtype)
     worst, bad = 0.0, ""
-    for i, (o, r) in enumerate(zip(outputs, h.reference(*(_fp64(x) for x in saved)))):
+    for i, (o, r) in enumerate(zip(outputs, h.reference(*(fp64(x) for x in saved)))):
         c = compare(o, r, atol, rtol, i)
         worst = max(worst, c.max_abs_error)
         if not c.ok and not bad:

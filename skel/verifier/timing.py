@@ -171,10 +171,10 @@ def _make_sets(h: Harness, shape: dict[str, int], dtype: Any, seed: int, device:
 
 def _check_outputs(h: Harness, sets: _Sets, dtype_name: str, side: str) -> tuple[float, str]:
     """Worst abs error of ``side``'s timed outputs over all sets, and a note if any is wrong."""
-    from skel.verifier.correctness import _fp64, compare
+    from skel.verifier.correctness import fp64, compare
 
     atol, rtol = h.tolerance(dtype_name)
-    ref = h.reference(*(_fp64(x) for x in sets.inputs[0]))
+    ref = h.reference(*(fp64(x) for x in sets.inputs[0]))
     worst, bad = 0.0, ""
     for outs in sets.outs[side]:
         for i, (o, r) in enumerate(zip(outs, ref)):
