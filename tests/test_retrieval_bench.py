@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "retrieval"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "retrieval" / "releases"))
 import run as bench  # noqa: E402
 
 
@@ -31,7 +32,7 @@ def test_bm25_prefers_the_matching_document():
 def test_cases_file_is_well_formed():
     from skel.skeletons.registry import all_skeletons
 
-    cases = json.loads((ROOT / "benchmarks" / "retrieval" / "cases.json").read_text())
+    cases = json.loads((ROOT / "benchmarks" / "retrieval" / "releases" / "cases.json").read_text())
     ids = {s.id for s in all_skeletons()}
     assert len(cases) >= 60
     assert len({e for c in cases for e in c["expected"]}) >= 15
@@ -43,7 +44,7 @@ def test_cases_file_is_well_formed():
 
 def test_smoke_run_end_to_end(tmp_path):
     """Downloads a few liger-kernel releases with pip, mines the newest, ranks the cases."""
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "retrieval" / "run.py"), "--smoke",
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "retrieval" / "releases" / "run.py"), "--smoke",
                           "--cache", str(tmp_path / "cache"), "--json", str(tmp_path / "r.json")],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

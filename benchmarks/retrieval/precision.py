@@ -1,0 +1,103 @@
+"""Hand-checked precision@5 on kernels skel was never tuned on: sglang and vLLM wheels.
+
+    python benchmarks/retrieval/precision.py sample   # rank, sample pairs, write precision_pairs.json
+    python benchmarks/retrieval/precision.py report   # precision from the verdicts in precision.json
+
+``sample`` takes every Triton kernel (device helpers excluded) of the sglang and vLLM wheels
+below, draws KERNELS of them per package with a fixed seed, ranks each with skel against the
+commit benchmark's knowledge base (benchmark repositories before the cutoff; build it with
+run.py first), and writes every (kernel, suggested skeleton) pair of their top 5s, with the
+kernel's source and skel's "why", to precision_pairs.json for a person to judge.
+
+A verdict (precision.json) says whether the technique makes sense for that kernel and is not
+already there: ``correct`` / ``incorrect`` / ``unclear``, with a one-line reason. Verdicts are
+about a (kernel, skeleton) pair, so they survive ranking changes; pairs a new ranking brings
+in are listed as unjudged by ``report`` and must be judged before the number is quoted.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "releases"))
+
+import repos  # noqa: E402
+
+PACKAGES = (("sglang", "0.5.14"), ("vllm", "0.33.0"))
+SEED, KERNELS = 20261201, 15
+PAIRS = HERE / "precision_pairs.json"
+VERDICTS = HERE / "precision.json"
+
+
+def kernels_of(pkg: str, version: str, cache: Path) -> list:
+    import fetch  # benchmarks/retrieval/releases/fetch.py: pip download + unpack, cached
+
+    from skel.errors import SkelError
+    from skel.kernels.triton import extract_file
+
+    root = fetch.ensure(pkg, version, cache, verbose=False)
+    out = []
+    for f in sorted(root.rglob("*.py")):
+        text = f.read_text(encoding="utf-8", errors="replace")
+        if "triton" not in text or "jit" not in text:
+            continue
+        try:
+            out += [(f.relative_to(root).as_posix(), k) for k in extract_file(text, f.relative_to(root).as_posix())]
+        except (SkelError, SyntaxError, ValueError):
+            continue
+    return out
+
+
+def sample(cache: Path) -> int:
+    from skel.embed import default_embedder
+    from skel.retriever.suggest import suggest_for
+    from skel.store.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase.open(str(cache / "store-commits"), create=False)
+    embedder = default_embedder()
+    pairs = []
+    for pkg, version in PACKAGES:
+        found = kernels_of(pkg, version, cache)
+        chosen = random.Random(f"{SEED}:{pkg}").sample(found, min(KERNELS, len(found)))
+        print(f"{pkg} {version}: {len(found)} kernels, {len(chosen)} sampled", flush=True)
+        for path, kf in sorted(chosen, key=lambda t: (t[0], t[1].name)):
+            res = suggest_for(kf, kb, k=5, embedder=embedder)
+            for rank, s in enumerate(res.suggestions, 1):
+                pairs.append({"kernel": f"{pkg}=={version}:{path}:{kf.name}", "skeleton": s.id, "rank": rank,
+                              "why": [str(w) for w in getattr(s, "why", [])][:6],
+                              "source": kf.source})
+    PAIRS.write_text(json.dumps(pairs, indent=1))
+    print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {PAIRS.relative_to(ROOT)}")
+    return 0
+
+
+def report() -> int:
+    pairs = json.loads(PAIRS.read_text())
+    verdicts = {(v["kernel"], v["skeleton"]): v for v in json.loads(VERDICTS.read_text())["verdicts"]} \
+        if VERDICTS.is_file() else {}
+    got = [verdicts.get((p["kernel"], p["skeleton"]), {}).get("verdict") for p in pairs]
+    correct, incorrect, unclear = got.count("correct"), got.count("incorrect"), got.count("unclear")
+    unjudged = [(p["kernel"], p["skeleton"]) for p, v in zip(pairs, got) if v is None]
+    for pkg, _ in PACKAGES:
+        sub = [v for p, v in zip(pairs, got) if p["kernel"].startswith(pkg + "==")]
+        c, i = sub.count("correct"), sub.count("incorrect")
+        print(f"{pkg}: {len(sub)} pairs, {c} correct, {i} incorrect, {sub.count('unclear')} unclear"
+              + (f", precision {c / (c + i):.3f}" if c + i else ""))
+    print(f"all: {len(pairs)} pairs, {correct} correct, {incorrect} incorrect, {unclear} unclear, "
+          f"{len(unjudged)} unjudged" + (f"; precision@5 {correct / (correct + incorrect):.3f}"
+                                         if correct + incorrect else ""))
+    for k, s in unjudged:
+        print(f"  unjudged: {k}  {s}")
+    return 1 if unjudged else 0
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else "report"
+    sys.exit(sample(repos.DEFAULT_CACHE) if cmd == "sample" else report())

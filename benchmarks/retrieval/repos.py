@@ -1,0 +1,66 @@
+"""Where the commit benchmark's code comes from: bare git repositories, read with git plumbing.
+
+A case names a GitHub repository and two commits. ``ensure(repo)`` returns a bare clone:
+``$SKEL_BENCH_MIRRORS/<owner>+<name>/repo`` when that exists (the workplace's mirrors), else
+a bare clone made once under the cache (``git clone --bare``: network at benchmark time only,
+never in skel itself). Files are read with ``git show REV:PATH``; nothing is checked out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+DEFAULT_CACHE = Path(os.environ.get("SKEL_BENCH_CACHE", Path.home() / ".cache" / "skel-bench"))
+MIRRORS = Path(os.environ.get("SKEL_BENCH_MIRRORS", "/work/.mirror"))
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "--git-dir", str(repo), *args], capture_output=True, text=True,
+                         errors="replace", timeout=300)
+    if out.returncode:
+        raise RuntimeError(f"git {' '.join(args[:3])} in {repo}: {out.stderr.strip().splitlines()[-1:]}")
+    return out.stdout
+
+
+def ensure(repo: str, cache: Path = DEFAULT_CACHE) -> Path:
+    """A bare repository holding ``repo``'s history ("owner/name")."""
+    slug = repo.replace("/", "+")
+    mirror = MIRRORS / slug / "repo"
+    if (mirror / "HEAD").is_file():
+        return mirror
+    dest = cache / "repos" / f"{slug}.git"
+    if not (dest / "HEAD").is_file():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        print(f"  cloning {repo} (bare) into {dest}", flush=True)
+        subprocess.run(["git", "clone", "--quiet", "--bare", f"https://github.com/{repo}.git", str(dest)],
+                       check=True, timeout=3600)
+    return dest
+
+
+@lru_cache(maxsize=4096)
+def show(repo: Path, rev: str, path: str) -> str:
+    """The text of ``path`` at ``rev``."""
+    return git(repo, "show", f"{rev}:{path}")
+
+
+def last_commit_before(repo: Path, date: str) -> tuple[str, str]:
+    """(sha, committer date) of the newest first-parent commit of HEAD committed before ``date``."""
+    line = git(repo, "log", "--first-parent", "-1", f"--before={date}", "--format=%H %cI", "HEAD").strip()
+    if not line:
+        raise RuntimeError(f"{repo}: no commit before {date}")
+    sha, when = line.split()
+    return sha, when
+
+
+def commit_date(repo: Path, rev: str) -> str:
+    return git(repo, "show", "-s", "--format=%cI", rev).strip()
+
+
+def tag_dates(repo: Path) -> dict[str, str]:
+    """Every tag's commit date (``v0.2.2`` -> ``2025-06-05T...``)."""
+    out = git(repo, "for-each-ref", "--format=%(refname:short) %(*committerdate:iso-strict)"
+              "%(committerdate:iso-strict)", "refs/tags")
+    return {t: d for t, d in (line.split(" ", 1) for line in out.splitlines() if " " in line)}
