@@ -13,7 +13,7 @@ The rules (benchmarks/retrieval/README.md):
 3. no test kernel is cited by a skeleton: a case whose file a reference names, or named before
    the references were re-pinned (cited.txt), is not a test case;
 4. no test case repeats a case of the release benchmark (benchmarks/retrieval/releases/),
-   which the catalog was tuned on;
+   which the catalog was tuned on: the same kernel changed between the same two releases;
 5. sizes: >= 150 test cases over >= 6 repositories, >= 40 catalog ids among their labels.
 """
 
@@ -114,14 +114,65 @@ def cited(case: dict, files: set[tuple[str, str]]) -> bool:
     return any(repo == case["repo"] and (path.endswith(p) or p.endswith(path)) for repo, p in files)
 
 
+def _is_ancestor(repo: Path, a: str, b: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["git", "--git-dir", str(repo), "merge-base", "--is-ancestor", a, b],
+                          capture_output=True, timeout=60).returncode == 0
+
+
+def _tag(repo: Path, version: str) -> str | None:
+    for t in (f"v{version}", version):
+        try:
+            return repos.git(repo, "rev-parse", "--verify", "--quiet", f"{t}^{{commit}}").strip()
+        except RuntimeError:
+            continue
+    return None
+
+
 def in_release_benchmark(case: dict, legacy: list[dict]) -> bool:
+    """The same change as a release-benchmark case: the same kernel, and the commit lies between
+    that case's two releases (after the 'before' tag; up to the 'after' tag, or anywhere later
+    when the repository has no such tag). Without the tags, any case on the same kernel counts."""
     for c in legacy:
         if REPO_NAMES.get(c["package"].lower()) != case["repo"]:
             continue
         same_file = case["path"].endswith(c["path"]) or c["path"].endswith(case["path"])
-        if same_file and case["function"] in (c["function"], c.get("function_after")):
+        if not (same_file and case["function"] in (c["function"], c.get("function_after"))):
+            continue
+        if "commit" not in case:
+            return True
+        repo = repos.ensure(case["repo"])
+        before, after = _tag(repo, c["before"]), _tag(repo, c["after"])
+        if before is None:
+            return True
+        if not _is_ancestor(repo, before, case["commit"]) or before == case["commit"]:
+            continue
+        if after is None or _is_ancestor(repo, case["commit"], after):
             return True
     return False
+
+
+def leaks(case: dict, files: set[tuple[str, str]], legacy: list[dict]) -> list[str]:
+    """Why a case dated after the cutoff cannot be a test case (rules 3 and 4); [] if it can."""
+    out = []
+    if cited(case, files):
+        out.append(f"its file {case['path']} is cited by a skeleton reference")
+    if in_release_benchmark(case, legacy):
+        out.append("it repeats a case of the release benchmark")
+    return out
+
+
+def exclude_leaks(cases: list[dict], refs: list[Reference]) -> int:
+    """Move test cases that break rule 3 or 4 to split "excluded", saying why; returns how many."""
+    legacy = json.loads(LEGACY.read_text())
+    files = cited_files(refs)
+    n = 0
+    for c in cases:
+        if c["split"] == "test" and (why := leaks(c, files, legacy)):
+            c["split"], c["excluded_because"] = "excluded", "; ".join(why)
+            n += 1
+    return n
 
 
 def check_cases(cases: list[dict], refs: list[Reference], cutoff: str) -> list[str]:
@@ -130,12 +181,14 @@ def check_cases(cases: list[dict], refs: list[Reference], cutoff: str) -> list[s
     problems = []
     for c in cases:
         on_or_after = c["date"][:10] >= cutoff
+        if c["split"] == "excluded":
+            if not (on_or_after and c.get("excluded_because")):
+                problems.append(f"{c['id']}: excluded cases must be dated after the cutoff and say why")
+            continue
         if (c["split"] == "test") != on_or_after:
             problems.append(f"{c['id']}: split {c['split']} but dated {c['date'][:10]} (cutoff {cutoff})")
-        if c["split"] == "test" and cited(c, files):
-            problems.append(f"{c['id']}: test kernel file {c['path']} is cited by a skeleton reference")
-        if c["split"] == "test" and in_release_benchmark(c, legacy):
-            problems.append(f"{c['id']}: repeats a case of the release benchmark")
+        if c["split"] == "test":
+            problems += [f"{c['id']}: {why}" for why in leaks(c, files, legacy)]
     return problems
 
 
@@ -145,7 +198,8 @@ def summary(cases: list[dict]) -> dict:
     ids = {s.id for s in all_skeletons()}
     test = [c for c in cases if c["split"] == "test"]
     labels = {e for c in test for e in c["expected"]}
-    return {"test": len(test), "dev": len(cases) - len(test),
+    return {"test": len(test), "dev": sum(c["split"] == "dev" for c in cases),
+            "excluded": sum(c["split"] == "excluded" for c in cases),
             "test_repos": sorted({c["repo"] for c in test}),
             "test_ids_in_catalog": sorted(labels & ids), "test_ids_not_in_catalog": sorted(labels - ids),
             "test_other_only": sum(1 for c in test if not set(c["expected"]) & ids)}
@@ -170,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=Path, default=CASES)
     ap.add_argument("--pin", action="store_true", help="write the checked commit into unpinned references")
+    ap.add_argument("--exclude", action="store_true",
+                    help="move test cases that break rule 3 or 4 to split 'excluded' (rewrites cases.json)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
@@ -185,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
             b.startswith(f"{r.skeleton}: {r.repo} {r.path}:") for b in bad_refs)]
         print(f"pinned {pin_file(ok, shas)} references")
     cases = json.loads(args.cases.read_text()) if args.cases.is_file() else []
+    if args.exclude:
+        print(f"excluded {exclude_leaks(cases, refs)} test cases")
+        args.cases.write_text(json.dumps(cases, indent=1) + "\n")
     bad_cases = check_cases(cases, refs, CUTOFF)
     s = summary(cases)
     size = []
@@ -199,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
                           "case_problems": bad_cases, "size_problems": size, **s}, indent=2))
     else:
         print(f"cutoff {CUTOFF}; {len(refs)} references into benchmark repositories; "
-              f"{s['test']} test / {s['dev']} dev cases over {len(s['test_repos'])} repositories; "
+              f"{s['test']} test / {s['dev']} dev / {s['excluded']} excluded cases; "
+              f"test over {len(s['test_repos'])} repositories; "
               f"{len(s['test_ids_in_catalog'])} catalog ids among test labels "
               f"({s['test_other_only']} test cases label only techniques outside the catalog)")
         for title, items in (("references", bad_refs), ("cases", bad_cases), ("size", size)):
