@@ -153,6 +153,16 @@ def in_release_benchmark(case: dict, legacy: list[dict]) -> bool:
     return False
 
 
+def utc_day(iso: str) -> str:
+    """The UTC calendar day of an ISO 8601 timestamp (a +08:00 July 1st may be June 30th)."""
+    import datetime as dt
+
+    when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        return when.date().isoformat()
+    return when.astimezone(dt.timezone.utc).date().isoformat()
+
+
 def leaks(case: dict, files: set[tuple[str, str]], legacy: list[dict]) -> list[str]:
     """Why a case dated after the cutoff cannot be a test case (rules 3 and 4); [] if it can."""
     out = []
@@ -180,13 +190,13 @@ def check_cases(cases: list[dict], refs: list[Reference], cutoff: str) -> list[s
     files = cited_files(refs)
     problems = []
     for c in cases:
-        on_or_after = c["date"][:10] >= cutoff
+        on_or_after = utc_day(c["date"]) >= cutoff
         if c["split"] == "excluded":
             if not (on_or_after and c.get("excluded_because")):
                 problems.append(f"{c['id']}: excluded cases must be dated after the cutoff and say why")
             continue
         if (c["split"] == "test") != on_or_after:
-            problems.append(f"{c['id']}: split {c['split']} but dated {c['date'][:10]} (cutoff {cutoff})")
+            problems.append(f"{c['id']}: split {c['split']} but dated {utc_day(c['date'])} UTC (cutoff {cutoff})")
         if c["split"] == "test":
             problems += [f"{c['id']}: {why}" for why in leaks(c, files, legacy)]
     return problems
