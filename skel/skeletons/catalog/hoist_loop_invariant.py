@@ -55,7 +55,7 @@ loop that reads it *and* no invariant load is left inside a storing loop — pos
 evidence that hoisting was done, not just the absence of a problem.
 
 ## References
-- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`, per-step gate/norm work)
+- flash-linear-attention `fla/ops/common/fused_recurrent.py` (`fused_recurrent_fwd_kernel`: the per-head decay `b_g_gamma = tl.load(g_gamma + i_h)` loaded once before the time loop that stores every step)
 - flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`: `b_q * scale` before the KV loop)
 - Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `W_row` loaded once per program)
 - Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: a per-element `tl.where` hoisted into a scalar fix-up after the loop)

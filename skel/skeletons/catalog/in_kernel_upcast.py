@@ -35,7 +35,7 @@ registers.
 
 ## References
 - Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `tl.load(...).cast(tl.float32)`)
-- flash-linear-attention `fla/modules/norm/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(...).to(tl.float32)`)
+- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(p_x, boundary_check=(0, 1)).to(tl.float32)`)
 - Triton `triton/language/math.py` (`_check_dtype`: exp/log/sqrt accept fp32/fp64 only)
 """
 
