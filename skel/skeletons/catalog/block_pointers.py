@@ -50,8 +50,8 @@ that the compiler cannot misread.
 
 ## References
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd`)
-- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_o`: `tl.make_block_ptr` tiles loaded with `boundary_check=(0, 1)`)
-- flash-linear-attention `fla/ops/gla/fused_chunk.py` (`fused_chunk_gla_fwd_kernel`: block pointers walked over T with `tl.advance(p_q, (BT, 0))`)
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_o`: `tl.make_block_ptr` tiles loaded with `boundary_check=(0, 1)`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/gla/fused_chunk.py` (`fused_chunk_gla_fwd_kernel`: block pointers walked over T with `tl.advance(p_q, (BT, 0))`) — at `49b00f0a94`, before 2025-07-01
 - Triton API: `triton.language.make_block_ptr`, `triton.language.advance`
 """
 

@@ -34,7 +34,7 @@ the dot and the add (casts, scaling) that would defeat the pattern match.
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `accumulator = tl.dot(a, b, accumulator)`)
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`)
-- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`: `b_acc = tl.dot(b_a, b_b, acc=b_acc, allow_tf32=ALLOW_TF32)`)
+- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`: `b_acc = tl.dot(b_a, b_b, acc=b_acc, allow_tf32=ALLOW_TF32)`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

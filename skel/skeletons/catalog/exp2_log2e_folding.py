@@ -37,8 +37,8 @@ memory-bound kernel hides the saved multiply under its loads.
 
 ## References
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd`: `qk_scale = sm_scale * 1.44269504`)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`)
-- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

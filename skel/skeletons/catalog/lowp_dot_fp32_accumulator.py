@@ -34,7 +34,7 @@ tutorial and of flash-linear-attention's chunked kernels (`fla/ops/common/chunk_
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`)
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`: `p.to(...)` before the P·V dot)
-- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_o`: the fp32 gated `b_q * exp(b_g)` cast back with `.to(b_q.dtype)` before the dot, `b_o` kept in fp32)
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_o`: the fp32 gated `b_q * exp(b_g)` cast back with `.to(b_q.dtype)` before the dot, `b_o` kept in fp32) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

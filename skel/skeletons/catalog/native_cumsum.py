@@ -34,10 +34,10 @@ total; a native reverse scan (`tl.cumsum(..., reverse=True)`) does not.
   test them.
 
 ## References
-- flash-linear-attention `fla/ops/utils/cumsum.py` (`chunk_local_cumsum_scalar_kernel`: `tl.cumsum`, the reverse form as `-b_o + b_z + b_s`)
-- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: still the matmul form)
-- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: matmul form)
-- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`: `tl.cumsum(z_valid, 0)` over the sorted row)
+- flash-linear-attention `fla/ops/utils/cumsum.py` (`chunk_local_cumsum_scalar_kernel`: `tl.cumsum`, the reverse form as `-b_o + b_z + b_s`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: still the matmul form) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: matmul form) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`: `tl.cumsum(z_valid, 0)` over the sorted row) — at `5e3bf99abb`, before 2025-07-01
 """
 
 from __future__ import annotations
