@@ -9,7 +9,9 @@ never in skel itself). Files are read with ``git show REV:PATH``; nothing is che
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,17 +48,27 @@ def show(repo: Path, rev: str, path: str) -> str:
     return git(repo, "show", f"{rev}:{path}")
 
 
+def _utc(timestamp: str) -> str:
+    return datetime.fromtimestamp(int(timestamp), timezone.utc).isoformat()
+
+
 def last_commit_before(repo: Path, date: str) -> tuple[str, str]:
-    """(sha, committer date) of the newest first-parent commit of HEAD committed before ``date``."""
-    line = git(repo, "log", "--first-parent", "-1", f"--before={date}", "--format=%H %cI", "HEAD").strip()
+    """(sha, UTC committer date) of the newest first-parent commit of HEAD committed before ``date``.
+
+    A bare ``YYYY-MM-DD`` means midnight UTC: git alone reads it as that day at the current
+    time of day, which let commits made on the cutoff day itself through.
+    """
+    bound = f"{date} 00:00:00 +0000" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) else date
+    line = git(repo, "log", "--first-parent", "-1", f"--before={bound}", "--format=%H %ct", "HEAD").strip()
     if not line:
         raise RuntimeError(f"{repo}: no commit before {date}")
     sha, when = line.split()
-    return sha, when
+    return sha, _utc(when)
 
 
 def commit_date(repo: Path, rev: str) -> str:
-    return git(repo, "show", "-s", "--format=%cI", rev).strip()
+    """The committer date in UTC (``%cI`` keeps the committer's zone: 2025-07-01T01:20+08:00 is June 30)."""
+    return _utc(git(repo, "show", "-s", "--format=%ct", rev).strip())
 
 
 def tag_dates(repo: Path) -> dict[str, str]:

@@ -39,8 +39,8 @@ their kernels this way (see References).
   must cover a whole row): tune `num_warps`/`num_stages` only.
 
 ## References
-- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`)
-- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`)
+- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`) — at `5e3bf99abb`, before 2025-07-01
 - Triton tutorial `03-matrix-multiplication.py` (`matmul_kernel`)
 """
 

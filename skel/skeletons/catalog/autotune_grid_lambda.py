@@ -33,7 +33,7 @@ larger blocks that cut the program count.
   H200 that cost nothing measurable (1.00×, `benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`); the lambda is a correctness and tidiness fix.
 
 ## References
-- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_cum` launch)
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_o_gk`: `def grid(meta): return (triton.cdiv(V, meta['BV']), NT, B * H)` for `chunk_gla_fwd_kernel_o`, whose `BV` is autotuned) — at `49b00f0a94`, before 2025-07-01
 - Triton tutorial `03-matrix-multiplication.py` (`matmul`: `grid = lambda META: ...`)
 """
 

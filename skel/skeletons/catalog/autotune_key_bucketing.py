@@ -30,9 +30,9 @@ usually share a best config, and the bucket boundaries are where it may change.
   recompilation — fix that first (`do-not-specialize`).
 
 ## References
-- flash-linear-attention `fla/ops/wall_attn/parallel.py` (`parallel_wall_attn_fwd_kernel`, `T_BUCKET`)
-- flash-linear-attention `fla/ops/nsa/compression.py` (`parallel_nsa_compression_bwd_kernel_dkv`, `T_BUCKET`)
-- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_swiglu_kernel_forward`, `bucket_M`)
+- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_fwd_kernel`: `key=['D', 'NB', ...]` with `NB = triton.cdiv(T, 2048)` passed by the launcher, the runtime `T` left out of the key) — at `49b00f0a94`, before 2025-07-01
+- FBGEMM `fbgemm_gpu/experimental/gemm/triton_gemm/grouped_gemm.py` (`_fbgemm_grouped_gemm`: `key=["G", "M_BUCKET", "N", "K"]`, `M_BUCKET = min(triton.next_power_of_2(M), 16384)`)
+- generative-recommenders `generative_recommenders/ops/triton/triton_hstu_attention.py` (`_hstu_attn_fwd`: keyed on `AUTOTUNE_Z = prev_power_of_2(Z)` and `AUTOTUNE_MAX_SEQ_LEN = autotune_max_seq_len(N)`)
 - Triton tutorial `06-fused-attention.py` (`_attn_fwd`, key on `N_CTX`: the raw form)
 """
 

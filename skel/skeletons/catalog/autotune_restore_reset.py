@@ -36,9 +36,8 @@ later cached calls. Detection here is syntactic: a load and a later store whose 
 expressions resolve to the same kernel argument.
 
 ## References
-- flash-linear-attention `fla/modules/conv/triton/kernels.py` (`causal_conv1d_update_kernel`, `restore_value`)
-- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_moe_bwd_dW2_kernel`, `reset_to_zero`)
-- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_bwd_kernel`, `reset_to_zero`)
+- FBGEMM `fbgemm_gpu/experimental/gemm/triton_gemm/grouped_gemm.py` (`_fbgemm_grouped_gemm`: `restore_value=["c_ptr"]`, since the fused scatter-add `tl.atomic_add`s into `c_ptr`)
+- mamba `mamba_ssm/ops/triton/ssd_chunk_state.py` (`_chunk_cumsum_bwd_kernel`: every config's `pre_hook=init_to_zero(["dA_ptr", "ddt_bias_ptr"])` zeroes the `tl.atomic_add` targets before each trial)
 - Triton `triton.autotune` documentation: `reset_to_zero`, `restore_value`
 """
 

@@ -31,9 +31,7 @@ that the compiler cannot misread.
   (triton-lang/triton#10833); use the `tma-tensor-descriptors` skeleton instead. Triton
   3.7.1 already warns "tl.make_block_ptr is deprecated" (triton-lang/triton#9667; seen
   when running this skeleton's example), so new code aimed at current Triton should
-  prefer descriptors. flash-linear-attention has moved its main kernels off block
-  pointers: in fla-core 0.6.0 `tl.make_block_ptr` remains only in its `triton_ascend`
-  backends;
+  prefer descriptors;
 - the rows or columns are gathered through an index tensor (no single stride), or the
   step is data-dependent or not affine (offsets loaded in the loop, paged KV, a
   grid-stride walk over flattened tiles via `block_idx // grid_n`, `% grid_n`);
@@ -52,8 +50,8 @@ that the compiler cannot misread.
 
 ## References
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd`)
-- flash-linear-attention `fla/ops/gla/chunk.py` (history, before the 2026 removal)
-- flash-linear-attention `fla/modules/causal_conv1d/backends/triton_ascend.py`
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_o`: `tl.make_block_ptr` tiles loaded with `boundary_check=(0, 1)`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/gla/fused_chunk.py` (`fused_chunk_gla_fwd_kernel`: block pointers walked over T with `tl.advance(p_q, (BT, 0))`) — at `49b00f0a94`, before 2025-07-01
 - Triton API: `triton.language.make_block_ptr`, `triton.language.advance`
 """
 

@@ -49,10 +49,10 @@ This is a rewrite of the algorithm, not a local edit: verify against the step ke
 on random inputs in fp32 before timing.
 
 ## References
-- flash-linear-attention `fla/ops/common/chunk_h.py` (`chunk_fwd_kernel_h`)
-- flash-linear-attention `fla/ops/common/chunk_delta_h.py` (`chunk_gated_delta_rule_fwd_kernel_h_blockdim64`)
-- flash-linear-attention `fla/ops/common/fused_chunk.py` (`fused_chunk_fwd_kernel`)
-- flash-linear-attention `fla/ops/common/fused_recurrent.py` (`fused_recurrent_fwd_kernel`, the step form)
+- flash-linear-attention `fla/ops/common/chunk_h.py` (`chunk_fwd_kernel_h`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/common/chunk_delta_h.py` (`chunk_gated_delta_rule_fwd_kernel_h_blockdim64`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/common/fused_chunk.py` (`fused_chunk_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/common/fused_recurrent.py` (`fused_recurrent_fwd_kernel`, the step form) — at `49b00f0a94`, before 2025-07-01
 - Yang et al., "Gated Linear Attention Transformers with Hardware-Efficient Training" (2024)
 """
 

@@ -31,8 +31,8 @@ References).
 - the branch is in cold code whose cost does not matter.
 
 ## References
-- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` flags; fla-core 0.6.0)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`; liger-kernel 0.8.5)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` flags) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `HAS_WEIGHT`, `HAS_SOFTCAPPING`) — at `5e3bf99abb`, before 2025-07-01
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ MoE backward kernels) depends on one of:
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `% M` then `tl.max_contiguous(tl.multiple_of(...))`)
 - Triton tutorials `python/tutorials/09-persistent-matmul.py` (`matmul_kernel`)
-- flash-linear-attention `fla/ops/attnres/fused.py` (`attnres_fwd_kernel`: pointers chosen with `tl.where`, then `tl.multiple_of`)
+- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_A_bwd.py` (`chunk_dplr_bwd_kernel_intra`: the last-row pointer `gi + (min(i_t * BT + BT, T) - 1) * stride_qk + o_k` hinted with `tl.max_contiguous(tl.multiple_of(p_gn, BK), BK)`) — at `49b00f0a94`, before 2025-07-01
 - triton_kernels `matmul_ogs_details/_p_matmul_ogs.py` (`_p_matmul_ogs`: `tl.assume`)
 """
 

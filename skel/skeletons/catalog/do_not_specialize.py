@@ -43,9 +43,9 @@ grows without bound. FLA marks `T` `do_not_specialize` on most of its kernels.
   paid once.
 
 ## References
-- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`, `do_not_specialize=['T']`)
-- Liger-Kernel `src/liger_kernel/ops/rope.py` (`_triton_rope`, constexpr `bs`)
-- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`, `@triton.jit(do_not_specialize=['T'])`) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/rope.py` (`_triton_rope`, constexpr `bs`) — at `5e3bf99abb`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`) — at `5e3bf99abb`, before 2025-07-01
 - Triton `triton.jit` documentation: `do_not_specialize`, `do_not_specialize_on_alignment`
 """
 

@@ -26,17 +26,15 @@ the dot and the add (casts, scaling) that would defeat the pattern match.
   scale would have to move onto an operand, which changes rounding;
 - `acc -= tl.dot(...)`: negate an operand instead, or leave it;
 - the accumulator is kept in a different dtype than the dot's output (an fp16 accumulator);
-- on Blackwell, flash-linear-attention wraps some dots (`safe_dot`) precisely to stop the
-  compiler fusing add and dot, because of a Triton bug (fla-org/flash-linear-attention#638,
-  triton-lang/triton#8695) — do not undo such workarounds.
+- on Blackwell, code that wraps some dots precisely to stop the compiler fusing add and
+  dot works around a Triton bug (triton-lang/triton#8695) — do not undo such workarounds.
 - Triton 3.6 already fuses `acc += tl.dot(a, b)` into the MMA accumulator: on an H200 the two forms
   compiled to the same PTX (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`), so the rewrite is a no-op there.
 
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `accumulator = tl.dot(a, b, accumulator)`)
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`)
-- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_swiglu_kernel_backward_dGU`: `tl.dot(..., acc=...)`)
-- flash-linear-attention `fla/ops/utils/op.py` (`safe_dot`, the Blackwell workaround)
+- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`: `b_acc = tl.dot(b_a, b_b, acc=b_acc, allow_tf32=ALLOW_TF32)`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

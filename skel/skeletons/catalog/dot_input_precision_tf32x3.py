@@ -29,8 +29,7 @@ throughput while cutting the error to near-fp32 levels.
   batched fp32 chunk products (64- and 128-wide) (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`); use it where TF32's error matters, not to go faster.
 
 ## References
-- flash-linear-attention `fla/ops/kda/chunk_intra.py` (`chunk_kda_fwd_kernel_inter_solve_fused`)
-- flash-linear-attention `fla/ops/gated_delta_rule/chunk_fwd.py`
+- Triton `lib/Dialect/TritonGPU/Transforms/F32DotTC.cpp` (the `tritongpu-F32DotTC` pass that expands an `inputPrecision = tf32x3` dot into three TF32 dots)
 - Triton `tl.dot` documentation: `input_precision`
 """
 

@@ -46,7 +46,8 @@ deep pipelines that can lower occupancy — keep them as [BLOCK_N] vectors.
 - Triton tutorial `03-matrix-multiplication.py` (`matmul_kernel`, `ACTIVATION == "leaky_relu"`)
 - SGLang `fused_moe_triton_kernels.py` (`fused_moe_kernel`: `MUL_ROUTED_WEIGHT`, fused SwiGLU)
 - vLLM `model_executor/layers/fused_moe/fused_moe.py` (`fused_moe_kernel`, `MUL_ROUTED_WEIGHT`)
-- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_fused_up_proj_swiglu_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/fused_neighborhood_attention.py` (`_fused_neighborhood_attention_qk_kernel`: `acc * scale` and the neighborhood mask applied to the QK^T accumulator before `tl.store`) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`: `ACTIVATION`, `HAS_ALPHA`, `HAS_INPUT`/`HAS_BETA` applied to `b_acc` before the store) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

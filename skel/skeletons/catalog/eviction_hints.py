@@ -33,11 +33,9 @@ are neutral.
   guaranteed gain — keep them only when a measurement shows one.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_fused_up_proj_swiglu_kernel`)
-- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`, `cache_modifier`)
-- flash-linear-attention `fla/ops/attnres/fused.py` (`attnres_fwd_kernel`, evict_first)
-- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (evict_first v, evict_last q/k)
-- flash-linear-attention `fla/ops/rwkv7/fused_k_update.py` (evict_last on the shared `ka`)
+- Liger-Kernel `src/liger_kernel/ops/softmax.py` (`_softmax_multi_block_forward_kernel`: the row, read twice, loaded with `cache_modifier=".ca"`; the output streamed out with `".cs"`) — at `5e3bf99abb`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`, `cache_modifier`) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/ops/rwkv7/fused_k_update.py` (evict_last on the shared `ka`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

@@ -31,14 +31,14 @@ memory-bound kernel hides the saved multiply under its loads.
 - bit-exact agreement with a `torch.exp` reference is required: `exp2(x * log2e)` rounds
   differently in the last bits. Apply log2(e) after a `tl.dot`, not to its operands, so
   the dot's inputs keep their precision, as flash-linear-attention does in
-  `fla/ops/attn/parallel.py` (`tl.dot(b_q, b_k) * scale * RCP_LN2`, fla-core 0.6.0);
+  `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`: `tl.dot(b_q, b_k) * scale * RCP_LN2`);
 - the stored statistics (lse, running max) are consumed by other kernels in natural-log
   units: convert them back or change every consumer.
 
 ## References
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd`: `qk_scale = sm_scale * 1.44269504`)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`)
-- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

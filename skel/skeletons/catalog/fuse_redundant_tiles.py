@@ -39,9 +39,9 @@ Detection limits: the facts cannot tell the launch-time value of `BV`; a kernel 
 launched with `BV >= V` is flagged unless the launch in the same file shows it.
 
 ## References
-- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`: `i_v` axis, per-tile l2norm and gate)
-- flash-linear-attention `fla/ops/gated_delta_rule/fused_recurrent.py` (`fused_recurrent_gated_delta_rule_fwd_kernel`)
-- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`, V-tiled with shared QK^T)
+- flash-linear-attention `fla/ops/common/fused_recurrent.py` (`fused_recurrent_fwd_kernel`: `i_v` axis; every V tile reloads q/k and the K-sized gate `gk` and recomputes `exp(b_gk)`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/gated_delta_rule/fused_recurrent.py` (`fused_recurrent_gated_delta_rule_fwd_kernel`: `i_v` axis, q/k l2norm under `USE_QK_L2NORM_IN_KERNEL` redone per V tile) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`, V-tiled with shared QK^T) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

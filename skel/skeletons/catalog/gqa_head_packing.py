@@ -52,8 +52,8 @@ contexts (the grid shrinks by G).
 - SGLang `kernels/ops/attention/decode_attention.py` (`_fwd_grouped_kernel_stage1`, `BLOCK_H`, `kv_group_num`)
 - vLLM `vllm/v1/attention/ops/triton_decode_attention.py` (`_fwd_grouped_kernel_stage1`)
 - lightllm `gqa_flash_decoding_stage1.py` (`_fwd_kernel_flash_decode_stage1`)
-- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`: `o_g = i_h * G + tl.arange(0, G)` query-head tiles)
-- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`, per head)
+- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`: the `G` query heads of KV head `i_h` loaded as one `[G, BK]` tile at row `i_h * G`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`, per head) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ over XCDs with separate L2s); GROUP_SIZE_M alone may not capture it.
 
 ## References
 - Triton tutorial `03-matrix-multiplication.py` (`matmul_kernel`, "L2 cache optimizations")
-- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_l2_swizzle`)
-- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/experimental/mm_int8int2.py` (`matmul_kernel`: `GROUP_SIZE_M` grouped program order) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/ops/utils/matmul.py` (`matmul_kernel`: `tl.swizzle2d(i_m, i_n, NM, NN, G)`) — at `49b00f0a94`, before 2025-07-01
 - Triton `tl.swizzle2d` documentation
 """
 

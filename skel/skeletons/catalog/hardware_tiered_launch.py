@@ -43,8 +43,8 @@ otherwise from the file's host calls).
   8192 × 14336 × 4096 (`benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`); tune the tiers, or autotune.
 
 ## References
-- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd`: `check_shared_mem`)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`num_warps=32 if not is_hip() else 16`)
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd`: `check_shared_mem`) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`num_warps=32 if not is_hip() else 16`) — at `5e3bf99abb`, before 2025-07-01
 - Triton tutorial `02-fused-softmax.py` (`num_stages` chosen from `max_shared_mem`)
 """
 

@@ -36,8 +36,8 @@ several call sites.
   measured no effect on an H200 (1.01×, `benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`).
 
 ## References
-- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` heuristics)
-- flash-linear-attention `fla/modules/layernorm_gated.py` (`layer_norm_fwd_kernel`)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `USE_G`, `IS_VARLEN` heuristics) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/modules/layernorm_gated.py` (`layer_norm_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 - Triton `triton.heuristics` documentation
 """
 

@@ -55,10 +55,10 @@ loop that reads it *and* no invariant load is left inside a storing loop — pos
 evidence that hoisting was done, not just the absence of a problem.
 
 ## References
-- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`, per-step gate/norm work)
-- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`: `b_q * scale` before the KV loop)
-- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `W_row` loaded once per program)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: a per-element `tl.where` hoisted into a scalar fix-up after the loop)
+- flash-linear-attention `fla/ops/common/fused_recurrent.py` (`fused_recurrent_fwd_kernel`: the per-head decay `b_g_gamma = tl.load(g_gamma + i_h)` loaded once before the time loop that stores every step) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`: `b_q * scale` before the KV loop) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `W_row` loaded once per program) — at `5e3bf99abb`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: a per-element `tl.where` hoisted into a scalar fix-up after the loop) — at `5e3bf99abb`, before 2025-07-01
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ registers.
   bit-exact comparisons).
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `tl.load(...).cast(tl.float32)`)
-- flash-linear-attention `fla/modules/norm/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(...).to(tl.float32)`)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: `tl.load(...).cast(tl.float32)`) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`: `tl.load(p_x, boundary_check=(0, 1)).to(tl.float32)`) — at `49b00f0a94`, before 2025-07-01
 - Triton `triton/language/math.py` (`_check_dtype`: exp/log/sqrt accept fp32/fp64 only)
 """
 

@@ -11,7 +11,7 @@ rate, and half-width operands halve shared-memory traffic and registers per tile
 fp32 accumulator keeps the error of the sum bounded: only each operand is rounded (8 bits
 of mantissa for bf16, 11 for fp16). This is the standard recipe of the Triton matmul
 tutorial and of flash-linear-attention's chunked kernels (`fla/ops/common/chunk_o.py`,
-fla-core 0.6.0: `tl.dot(b_A.to(b_v.dtype), b_v)`).
+`chunk_fwd_kernel_o`: `tl.dot(b_A.to(b_v.dtype), b_v)`).
 
 ## Applies when
 - a `tl.dot` inside a loop gets fp32 operands (tiles upcast with `.to(tl.float32)`, fp32
@@ -34,7 +34,7 @@ fla-core 0.6.0: `tl.dot(b_A.to(b_v.dtype), b_v)`).
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`)
 - Triton tutorials `python/tutorials/06-fused-attention.py` (`_attn_fwd_inner`: `p.to(...)` before the P·V dot)
-- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_A_fwd.py` (`chunk_dplr_fwd_A_kernel_intra_tensorcore`)
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_kernel_o`: the fp32 gated `b_q * exp(b_g)` cast back with `.to(b_q.dtype)` before the dot, `b_o` kept in fp32) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

@@ -38,9 +38,9 @@ Mind `BLOCK_ROW * BLOCK_D` register pressure: cap it (e.g. 8–16K elements per 
 and keep the per-row statistics (`rstd`) as `[BLOCK_ROW]` vectors.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_block_rms_norm_forward_kernel`, `BLOCK_ROW`)
-- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`, `BT` rows per program)
-- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_fwd_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_block_rms_norm_forward_kernel`, `BLOCK_ROW`) — at `5e3bf99abb`, before 2025-07-01
+- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`, `BT` rows per program) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ The matmul spends `BT x BT x BD` multiply-adds to do `BT x BD` additions, and fo
 data it must run either in TF32 (10-bit mantissa: visible error in gate cumsums) or as an
 `allow_tf32=False`/`"ieee"` dot that leaves the tensor cores idle. The native scan does
 `O(BT x BD)` exact fp32 additions in registers and warp shuffles, needs no `[BT, BT]` mask
-tile (fewer registers), and keeps full precision. flash-linear-attention moved its
-cumsum kernels to `tl.cumsum` and later to native reverse scans because the
-subtract-from-total trick lost small suffix contributions (fla-org/flash-linear-attention#1095).
+tile (fewer registers), and keeps full precision. flash-linear-attention's cumsum
+kernels use `tl.cumsum` but form the reverse (suffix) sum by subtracting the prefix from
+the total (`-b_o + b_z + b_s`), which loses small suffix contributions next to a large
+total; a native reverse scan (`tl.cumsum(..., reverse=True)`) does not.
 
 ## Applies when
 - a `tl.dot` consumes a mask built from comparing an index vector with itself
@@ -33,11 +34,10 @@ subtract-from-total trick lost small suffix contributions (fla-org/flash-linear-
   test them.
 
 ## References
-- flash-linear-attention `fla/ops/utils/cumsum.py` (`chunk_local_cumsum_vector_kernel`: `tl.cumsum`)
-- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: still the matmul form)
-- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: matmul form)
-- Liger-Kernel `src/liger_kernel/ops/fused_moe_kernels.py` (`_moe_router_prefix_sum_kernel`: `tl.cumsum`)
-- flash-linear-attention pull request #1095 (native reverse scans)
+- flash-linear-attention `fla/ops/utils/cumsum.py` (`chunk_local_cumsum_scalar_kernel`: `tl.cumsum`, the reverse form as `-b_o + b_z + b_s`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: still the matmul form) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: matmul form) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`: `tl.cumsum(z_valid, 0)` over the sorted row) — at `5e3bf99abb`, before 2025-07-01
 """
 
 from __future__ import annotations

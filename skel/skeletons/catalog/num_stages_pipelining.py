@@ -39,9 +39,8 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
   (1.01×, `benchmarks/results/gpu-2026-12-01-catalog/verify_catalog_2026-12-01.md`): the default already pipelines a plain K loop.
 
 ## References
-- flash-linear-attention `fla/ops/kda/fused_recurrent.py` (`fused_recurrent_kda_fwd_kernel`,
-  `tl.range(..., num_stages=)`)
-- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_h_fwd.py` (`chunk_dplr_fwd_kernel_h`)
+- flash-linear-attention `fla/ops/common/chunk_h.py` (`chunk_fwd_kernel_h`: `num_stages in [2, 3, 4]` autotuned with `BK`/`BV` over the `for i_t in range(NT)` loop of `tl.dot`s) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_h_fwd.py` (`chunk_dplr_fwd_kernel_h`) — at `49b00f0a94`, before 2025-07-01
 - Triton tutorial `02-fused-softmax.py` (`softmax_kernel`, `tl.range(..., num_stages=num_stages)`)
 """
 

@@ -37,10 +37,10 @@ reads become one; three become two when a normalise/gradient pass follows). The 
   `exp2` with a folded `log2(e)` (a separate skeleton) pairs well with it.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`, online pass then gradient pass)
-- Liger-Kernel `src/liger_kernel/ops/softmax.py` (`_softmax_multi_block_forward_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`, online pass then gradient pass) — at `5e3bf99abb`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/softmax.py` (`_softmax_multi_block_forward_kernel`) — at `5e3bf99abb`, before 2025-07-01
 - Triton tutorial `06-fused-attention.py` (`_attn_fwd_inner`: `m_i`, `l_i`, `alpha`)
-- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`)
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 - Milakov & Gimelshein, "Online normalizer calculation for softmax" (2018)
 """
 

@@ -45,8 +45,8 @@ programs with the loop still works but only adds overhead.
 
 ## References
 - Triton tutorial `02-fused-softmax.py` (`softmax_kernel`: `tl.range(row_start, n_rows, row_step, num_stages=...)`)
-- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`, `rows_per_program`)
-- Liger-Kernel `src/liger_kernel/ops/layer_norm.py` (`_layer_norm_backward_kernel`)
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`, `rows_per_program`) — at `5e3bf99abb`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/layer_norm.py` (`_layer_norm_backward_kernel`) — at `5e3bf99abb`, before 2025-07-01
 - Triton tutorial `09-persistent-matmul.py` (`matmul_kernel_persistent`, the GEMM analogue)
 """
 

@@ -19,7 +19,7 @@ matmul kernel then reads again: one extra read and one extra write of the whole 
 plus a launch. In the kernel the raw tile is already in registers, so the transform costs
 a few instructions per element. For memory-bound consumers (chunked linear attention,
 small-K GEMMs) removing a full round trip of q/k/g is a direct win; FLA moved q/k
-l2norm and the GDN/KDA gate into its kernels for this reason.
+l2norm into its gated delta rule kernels (`USE_QK_L2NORM_IN_KERNEL`) for this reason.
 
 ## Applies when
 - a kernel feeds tiles that come straight from `tl.load` into `tl.dot` (no transform in
@@ -43,9 +43,9 @@ only record file-level host calls, not which tensor they touch); a kernel pasted
 is never flagged.
 
 ## References
-- flash-linear-attention `fla/ops/gated_delta_rule/fused_recurrent.py` (`fused_recurrent_gated_delta_rule_fwd_kernel`: `USE_QK_L2NORM_IN_KERNEL`, `USE_GATE_IN_KERNEL`)
-- flash-linear-attention `fla/ops/kda/chunk_intra.py` (`chunk_kda_bwd_kernel_intra`)
-- Liger-Kernel `src/liger_kernel/ops/tvd.py` (`_tv_distance_kernel`)
+- flash-linear-attention `fla/ops/gated_delta_rule/fused_recurrent.py` (`fused_recurrent_gated_delta_rule_fwd_kernel`: `USE_QK_L2NORM_IN_KERNEL`) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: q and k tiles gated with `exp(b_g - b_gn)` right after `tl.load`, then fed to `tl.dot`) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/tvd.py` (`_tv_distance_kernel`) — at `5e3bf99abb`, before 2025-07-01
 - Triton tutorial `03-matrix-multiplication.py` (the epilogue counterpart)
 """
 

@@ -46,9 +46,9 @@ blocks, trailing splits can get no tokens: they must write lse = -inf and a zero
 - Triton `python/triton/ops/matmul.py` (`_kernel`, `SPLIT_K` with atomic_add)
 - SGLang `kernels/ops/attention/decode_attention.py` (`_fwd_kernel_stage1`/`_fwd_kernel_stage2`, `num_kv_splits`)
 - vLLM `vllm/v1/attention/ops/triton_decode_attention.py` (`_fwd_grouped_kernel_stage1`, `_fwd_kernel_stage2`)
-- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`, unsplit)
-- flash-linear-attention `fla/ops/common/chunk_h_split.py` (`chunk_fwd_kernel_h_split` + `chunk_fwd_kernel_h_reduction`)
-- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`, atomics)
+- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`, unsplit) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/common/chunk_h_split.py` (`chunk_fwd_kernel_h_split` + `chunk_fwd_kernel_h_reduction`) — at `49b00f0a94`, before 2025-07-01
+- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`, atomics) — at `5e3bf99abb`, before 2025-07-01
 """
 
 from __future__ import annotations

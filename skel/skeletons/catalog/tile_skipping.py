@@ -46,9 +46,9 @@ The diagonal handling must be exact: when BLOCK_M != BLOCK_N, the masked range i
 
 ## References
 - Triton tutorial `06-fused-attention.py` (`_attn_fwd_inner`, `STAGE` with `lo, hi`)
-- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`: `range(i_start, i_t * BT, BS)` then the diagonal block)
-- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`, selected block indices)
-- flash-linear-attention `fla/ops/simple_gla/parallel.py` (`parallel_simple_gla_fwd_kernel`)
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`: `range(0, i_t * BT, BS)` over the blocks below the diagonal, then the diagonal block) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`, selected block indices) — at `49b00f0a94`, before 2025-07-01
+- flash-linear-attention `fla/ops/simple_gla/parallel.py` (`parallel_simple_gla_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 """
 
 from __future__ import annotations

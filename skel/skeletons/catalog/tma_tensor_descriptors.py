@@ -30,10 +30,9 @@ References).
 ## Does not apply when
 - tiles are tiny (16x16 blocks, short loops): the descriptor setup costs more than it
   saves (this skeleton's example with K = 128, two K blocks, ran at 0.57x on an H200;
-  at K = 8192 it gained 5%); flash-linear-attention keeps its TMA path off unless `FLA_USE_TMA=1` is set
-  (`fla/utils/hardware.py`, fla-core 0.6.0);
-- the GPU is pre-Hopper, or AMD other than gfx1250 (the same FLA file notes gfx942/gfx950
-  do not lower descriptors to hardware copies); there the descriptor falls back to
+  at K = 8192 it gained 5%);
+- the GPU is pre-Hopper, or AMD other than gfx1250 (gfx942/gfx950 do not lower
+  descriptors to hardware copies); there the descriptor falls back to
   ordinary loads;
 - rows are gathered through an index tensor (use `desc.gather` on Blackwell, or keep
   pointer loads);
@@ -44,8 +43,7 @@ References).
 
 ## References
 - Triton tutorials `python/tutorials/09-persistent-matmul.py` (`matmul_kernel_tma_persistent`)
-- flash-linear-attention `fla/ops/utils/solve_tril.py` (`solve_tril_16x16_kernel`, `USE_TMA`)
-- Liger-Kernel `src/liger_kernel/ops/mlp.py` (`_swiglu_kernel_forward`, host `TensorDescriptor`)
+- generative-recommenders `generative_recommenders/ops/triton/triton_hstu_attention.py` (`triton_hstu_attention_fwd`: host `TensorDescriptor`s whose block shapes `_host_descriptor_pre_hook` sets per autotune config)
 - triton_kernels `matmul_ogs_details/_p_matmul_ogs.py` (`_p_matmul_ogs`)
 - Triton API: `triton.language.make_tensor_descriptor`
 """
