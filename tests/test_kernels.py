@@ -109,6 +109,40 @@ def test_launch_sites(kernels):
     assert "plain[(1,)]" in SPELLINGS.splitlines()[pl.line - 1]
 
 
+PROJECT_JIT = {
+    # serving code re-exports triton.jit from its own package (issue #8: found no kernel)
+    "relative": "import triton\nimport triton.language as tl\nfrom .. import jit\n\n"
+                "@jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "relative-alias": "import triton.language as tl\nfrom .utils import jit as tjit\n\n"
+                      "@tjit(do_not_specialize=['n'])\ndef k(x_ptr, n):\n    tl.store(x_ptr, n)\n",
+    "project-module": "import triton\nimport triton.language as tl\nfrom sglang_like.utils import jit\n\n"
+                      "@jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "from-triton": "import triton.language as tl\nfrom triton import jit\n\n"
+                   "@jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "triton-as-tt": "import triton as tt\nimport triton.language as tl\n\n"
+                    "@tt.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "jit-with-args": "import triton\nimport triton.language as tl\n\n"
+                     "@triton.jit(do_not_specialize=['n'])\ndef k(x_ptr, n):\n    tl.store(x_ptr, n)\n",
+    "stacked-wrapper": "import triton\nimport triton.language as tl\nfrom .utils import libentry\n\n"
+                       "@libentry()\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROJECT_JIT))
+def test_every_jit_spelling_finds_the_kernel(case):
+    (k,) = extract_file(PROJECT_JIT[case], "m.py")
+    assert k.name == "k" and k.decorator("triton.jit") is not None
+    assert k.calls_named("tl.store")
+
+
+@pytest.mark.parametrize("source", [
+    "import triton\nfrom numba import jit\n\n@jit\ndef f(x):\n    return x\n",
+    "from .utils import jit\n\n@jit\ndef f(x):\n    return x\n",  # no triton in the file
+])
+def test_a_jit_of_another_compiler_is_not_a_kernel(source):
+    assert extract_file(source, "m.py") == []
+
+
 def test_no_kernel_and_syntax_error():
     assert extract_file("def f():\n    return 1\n") == []
     with pytest.raises(ParseError):

@@ -41,6 +41,10 @@ class Aliases:
 
     def __init__(self) -> None:
         self.map: dict[str, str] = {"triton": "triton", "tl": "tl"}
+        # `jit` names imported from the project itself; they count as `triton.jit` only
+        # in a file that imports triton (a stray `from utils import jit` elsewhere is not)
+        self.project_jit: set[str] = set()
+        self.imports_triton = False
 
     def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -49,14 +53,34 @@ class Aliases:
                 local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else full
                 if full.startswith("triton"):
                     self.map[local] = self._canon(full)
+                    self.imports_triton = True
             return
         module = dotted(node.module) if node.module else ""
-        if not module.startswith("triton") or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
+        if not module.startswith("triton"):
+            self._project_jit(node, module)
+            return
+        self.imports_triton = True
         for a in node.names:
             name = dotted(a.name)
             local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else name
             self.map[local] = self._canon(f"{module}.{name}")
+
+    def _project_jit(self, node: cst.ImportFrom, module: str) -> None:
+        """``from .. import jit`` / ``from .utils import jit``: a project re-export of
+        ``triton.jit`` (serving code wraps it to add its own hooks). A ``jit`` from another
+        compiler (numba, jax, torch ...) is not one."""
+        relative = bool(node.relative)
+        if not relative and module.split(".")[0] in _OTHER_JITS:
+            return
+        assert not isinstance(node.names, cst.ImportStar)
+        for a in node.names:
+            if dotted(a.name) != "jit":
+                continue
+            local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else "jit"
+            if relative or module:
+                self.project_jit.add(local)
 
     @staticmethod
     def _canon(full: str) -> str:
@@ -70,12 +94,16 @@ class Aliases:
         head, _, rest = name.partition(".")
         base = self.map.get(head)
         if base is None:
+            if not rest and head in self.project_jit and self.imports_triton:
+                return "triton.jit"
             return name
         full = f"{base}.{rest}" if rest else base
         return self._canon(full) if full.startswith("triton.language") else full
 
 
 _JIT = {"triton.jit"}
+#: compilers whose `jit` decorator is not Triton's: `from numba import jit` is not a kernel
+_OTHER_JITS = {"numba", "jax", "torch", "cupy", "taichi", "mlx", "tensorflow", "numpy", "pythran", "warp"}
 _KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 
 
