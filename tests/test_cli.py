@@ -77,6 +77,8 @@ def test_no_suggestion_exits_1_and_says_so(tmp_path):
     (None, "no such file"),
     ("def f():\n    return 1\n", "no @triton.jit kernel"),
     ("import triton\n@triton.jit\ndef k(:\n", "does not parse"),
+    ("import triton\nimport triton.language as tl\n@triton.jit\ndef tanh(x):\n    return 2 * tl.sigmoid(2 * x) - 1\n",
+     "only device helpers: tanh"),
     (b"\xff\xfe garbage", "not UTF-8"),
 ])
 def test_bad_input_is_a_one_line_error_exit_2(tmp_path, content, needle):

@@ -22,8 +22,9 @@ SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
 
 
 def kernel(src: str, name: str | None = None):
-    """The facts of kernel ``name`` (or the only kernel) in a source snippet."""
-    ks = extract_file(HEADER + textwrap.dedent(src).lstrip())
+    """The facts of kernel ``name`` (or the only kernel) in a source snippet; a device
+    helper's facts too (predicates are asked of them: `KERNEL_ENTRY` must not hold)."""
+    ks = extract_file(HEADER + textwrap.dedent(src).lstrip(), helpers=True)
     assert ks, "no kernel extracted"
     if name is None:
         assert len(ks) == 1, [k.name for k in ks]
@@ -757,3 +758,15 @@ def test_host_calls_before_and_after_the_launch():
     assert not host.host_fp32_copies(lonely)
     assert host.calls_after_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []
     assert host.calls_before_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []
+
+
+def test_a_hit_in_a_folded_helper_names_the_helper():
+    from skel.skeletons import registry
+
+    path = SKELETONS / "fixtures" / "exp2_log2e_folding.py"
+    (k,) = [k for k in extract_file(path.read_text(), str(path)) if k.name == "softmax_via_helper"]
+    a = registry.get("exp2-log2e-folding").assess(k)
+    exp = [h for h in a.matched if h.condition == "natural-exp"]
+    assert exp and "helper `_row_softmax`" in str(exp[0])
+    src = path.read_text().splitlines()
+    assert all("tl.exp(" in src[line - 1] for line in exp[0].lines)

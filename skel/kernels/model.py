@@ -121,6 +121,19 @@ class KernelFacts:
     # the accelerator the file is written for when its path or imports say so ("npu",
     # "mlu", ...); "" when it looks like ordinary CUDA/ROCm Triton
     backend_hint: str = ""
+    # `@triton.jit` device helpers of the same file this kernel calls (transitively), by
+    # name -> [first line, last line]: their calls, loops, assignments, names and constants
+    # are folded into this kernel's (with the helper's own line numbers), so a technique
+    # that lives in a helper is seen in the kernel that runs it
+    folded: dict[str, list[int]] = field(default_factory=dict)
+    returns_value: bool = False  # a `return <value>` in the body (device helpers return)
+
+    def helper_at(self, line: int) -> str:
+        """The folded helper whose lines hold ``line`` ("" when it is the kernel's own)."""
+        for name, (start, end) in self.folded.items():
+            if start <= line <= end:
+                return name
+        return ""
 
     # --- convenience queries used by conditions -------------------------------------
     def calls_named(self, *names: str) -> list[Call]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import re
+from dataclasses import replace
 
 import libcst as cst
 
@@ -207,6 +208,11 @@ class _KernelVisitor(Walker):
         self.walk(node.params)
         self.walk(node.body)
         return False
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        if node.value is not None:
+            self.f.returns_value = True
+        return True
 
     def _decorator(self, dec: cst.Decorator) -> Decorator:
         name = _decorator_name(dec, self.al)
@@ -463,8 +469,12 @@ class ParseError(Exception):
     """The file is not valid Python (or not parseable by libcst)."""
 
 
-def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
-    """All Triton kernels in ``source``, with their facts. Raises ParseError."""
+def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) -> list[KernelFacts]:
+    """All Triton kernels in ``source``, with their facts. Raises ParseError.
+
+    ``@triton.jit`` device helpers (see :func:`device_helpers`) are not kernels: their
+    facts are folded into the kernels that call them, and they are left out of the result
+    unless ``helpers`` is set."""
     if not KERNEL_HINT.search(source):
         return []
     global PARSES
@@ -480,9 +490,108 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
     # hands it back as it was.
     gc.freeze()
     try:
-        return _extract(module, source, path)
+        found = _extract(module, source, path)
     finally:
         gc.unfreeze()
+    helper_names = device_helpers(found)
+    # fold from each function's own facts, not from a helper already folded into
+    own = {h.name: replace(h, calls=list(h.calls), loops=list(h.loops), assigns=list(h.assigns),
+                           ifs=list(h.ifs)) for h in found}
+    for k in found:
+        _fold_helpers(k, {name: h for name, h in own.items() if name != k.name})
+    return found if helpers else [k for k in found if k.name not in helper_names]
+
+
+# ---------------------------------------------------------------------------------------
+# device helpers
+# ---------------------------------------------------------------------------------------
+
+_POINTER_CALLS = {"tl.load", "tl.store", "tl.make_block_ptr", "tl.make_tensor_descriptor"}
+
+
+def _pointer_params(k: KernelFacts) -> set[str]:
+    """Parameters that memory is read or written through (directly or via local names)."""
+    params = {p.name for p in k.params if not p.constexpr}
+    out = {p.name for p in k.params if "pointer" in p.annotation}
+    defs: dict[str, set[str]] = {}
+    for a in k.assigns:
+        for t in a.targets:
+            defs.setdefault(t.strip(), set()).update(a.names)
+    for c in k.calls:
+        if c.name not in _POINTER_CALLS and not c.name.startswith("tl.atomic_"):
+            continue
+        text = c.args[0] if c.args else c.kwargs.get("pointer", c.kwargs.get("base", c.kwargs.get("ptr", "")))
+        names = set(re.findall(r"[A-Za-z_]\w*", text))
+        for _ in range(4):
+            names |= {n for x in list(names) for n in defs.get(x, ())}
+        out |= names & params
+    return out
+
+
+def device_helpers(found: list[KernelFacts]) -> set[str]:
+    """Names of the ``@triton.jit`` functions of one file that are device helpers, not
+    kernels. The rule, in order:
+
+    1. launched in the file (``name[grid](...)``): a kernel;
+    2. called from another ``@triton.jit`` function of the file: a helper (its facts are
+       folded into its callers);
+    3. called by no jit function of the file: a helper when it takes no pointer argument
+       (nothing is loaded or stored through a parameter) and returns a value — ``tanh``,
+       ``exp2`` or ``remap_xcd`` in a shared utilities module. A function that stores
+       through a pointer, or returns nothing, stays a kernel: it can only be launched.
+    """
+    names = {k.name for k in found}
+    called = {c.name for k in found for c in k.calls if c.name in names and c.name != k.name}
+    launched = {ln.kernel for k in found for ln in k.launches}
+    out = set()
+    for k in found:
+        if k.name in launched:
+            continue
+        if k.name in called or (k.returns_value and not _pointer_params(k)):
+            out.add(k.name)
+    return out
+
+
+def _fold_helpers(k: KernelFacts, others: dict[str, KernelFacts]) -> None:
+    """Fold the facts of the jit functions ``k`` calls (transitively) into ``k``. A call
+    inside one of ``k``'s loops puts the helper's calls, loops and assignments at that
+    loop depth; lines stay the helper's own (``KernelFacts.folded`` says which)."""
+    queue = [(c, c.loop_depth, c.loop_line) for c in k.calls if c.name in others]
+    while queue:
+        site, depth, loop_line = queue.pop(0)
+        name = site.name
+        if name in k.folded or name == k.name:
+            continue
+        h = others[name]
+        k.folded[name] = [h.line_start, h.line_end]
+        k.assigns.extend(_bind_params(h, site, depth, loop_line))
+        for c in h.calls:
+            k.calls.append(replace(c, loop_depth=c.loop_depth + depth, loop_line=c.loop_line or loop_line))
+            if c.name in others:
+                queue.append((c, c.loop_depth + depth, c.loop_line or loop_line))
+        k.loops.extend(replace(lp, depth=lp.depth + depth) for lp in h.loops)
+        k.assigns.extend(replace(a, loop_depth=a.loop_depth + depth, loop_line=a.loop_line or loop_line)
+                         for a in h.assigns)
+        k.ifs.extend(dict(i, loop_depth=i.get("loop_depth", 0) + depth) for i in h.ifs)
+        for mine, theirs in ((k.names, h.names), (k.attributes, h.attributes), (k.constants, h.constants),
+                             (k.var_dtypes, h.var_dtypes), (k.module_constants, h.module_constants)):
+            for key, value in theirs.items():
+                mine.setdefault(key, value)
+
+
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def _bind_params(h: KernelFacts, site: Call, depth: int, loop_line: int) -> list[Assign]:
+    """The helper's parameters bound to what its first call site passes (`lo = 0`,
+    `hi = start_m * BLOCK_M`), at the call's line: a bound computed in the kernel and used
+    by a loop in the helper reads as the kernel's own."""
+    bound = list(zip((p.name for p in h.params), site.args)) + [
+        (p.name, site.kwargs[p.name]) for p in h.params if p.name in site.kwargs]
+    return [Assign(line=site.line, targets=[name], op="=", value=text,
+                   names=sorted(set(_IDENT.findall(text)) - {"tl", "triton"}),
+                   calls=[], loop_depth=depth, loop_line=loop_line)
+            for name, text in bound if text.strip() != name]
 
 
 def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:

@@ -133,14 +133,29 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     except ParseError as exc:
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
     if not kernels:
-        raise SuggestError(f"{p}: no @triton.jit kernel found")
+        raise SuggestError(f"{p}: no @triton.jit kernel found" + _helpers_only(text, p))
     if kernel:
         chosen = [k for k in kernels if k.name == kernel]
         if not chosen:
+            host = [k.name for k in kernels if kernel in k.folded]
+            if host:
+                raise SuggestError(f"{p}: {kernel!r} is a @triton.jit device helper, folded into the kernel(s) "
+                                   f"that call it: {', '.join(host)}")
             names = ", ".join(k.name for k in kernels)
             raise SuggestError(f"{p}: no kernel named {kernel!r} (found: {names})")
         return chosen
     return kernels
+
+
+def _helpers_only(text: str, p: Path) -> str:
+    """The reason a file with `@triton.jit` functions has no kernel: all are device helpers."""
+    from skel.kernels.triton import extract_file
+
+    helpers = [k.name for k in extract_file(text, str(p), helpers=True)]
+    if not helpers:
+        return ""
+    return (f" (only device helpers: {', '.join(helpers[:6])}; they take no pointer and return a value, "
+            "so they are judged inside the kernels that call them)")
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -19,7 +19,7 @@ store (mined occurrences, verification runs) and is never written by hand.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Callable
 
@@ -210,10 +210,23 @@ class Skeleton:
             else:
                 matched.extend(hits)
         env_ok, notes = self.env.check(target or Target())
+        if k.folded:
+            present = None if present is None else [_in_helper(h, k) for h in present]
+            matched = [_in_helper(h, k) for h in matched]
         return Assessment(self, k.name, present, matched, failed, env_ok, notes)
 
     def section(self, heading: str) -> str:
         return doc_sections(self.doc).get(heading, "")
+
+
+def _in_helper(h: Hit, k: "KernelFacts") -> Hit:
+    """A hit whose lines lie in a device helper folded into the kernel names the helper:
+    the lines are the helper's, not the kernel's."""
+    helpers = sorted({name for line in h.lines if (name := k.helper_at(line))})
+    if not helpers:
+        return h
+    where = ", ".join(f"`{n}`" for n in helpers)
+    return replace(h, detail=f"{h.detail} [in the `@triton.jit` helper {where} the kernel calls]")
 
 
 def doc_sections(doc: str) -> dict[str, str]:
