@@ -770,3 +770,31 @@ def test_a_hit_in_a_folded_helper_names_the_helper():
     assert exp and "helper `_row_softmax`" in str(exp[0])
     src = path.read_text().splitlines()
     assert all("tl.exp(" in src[line - 1] for line in exp[0].lines)
+
+
+def test_a_power_of_two_quantisation_scale_is_not_exp2_folding():
+    """#8: `tl.exp2(tl.ceil(tl.log2(...)))` made FP8 quant kernels evidence of exp2 folding."""
+    from skel.skeletons import registry
+
+    present = registry.get("exp2-log2e-folding").present
+    quant = kernel('''
+        @triton.jit
+        def per_group_quant_fp8(y_ptr, q_ptr, s_ptr, n, eps, fp8_max, UE8M0: tl.constexpr, BLOCK: tl.constexpr):
+            g = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            y = tl.load(y_ptr + g * BLOCK + cols, mask=cols < n, other=0.0).to(tl.float32)
+            y_s = tl.maximum(tl.max(tl.abs(y)), eps) / fp8_max
+            if UE8M0:
+                y_s = tl.exp2(tl.ceil(tl.log2(tl.abs(y_s))))
+            tl.store(q_ptr + g * BLOCK + cols, (y / y_s).to(q_ptr.dtype.element_ty), mask=cols < n)
+            tl.store(s_ptr + g, y_s)
+    ''')
+    assert not holds(present, quant)
+    gate = kernel('''
+        @triton.jit
+        def gated(g_ptr, o_ptr, BT: tl.constexpr):
+            o = tl.arange(0, BT)
+            b_g = tl.load(g_ptr + o)
+            tl.store(o_ptr + o, tl.exp2(b_g - tl.max(b_g, 0)))
+    ''')
+    assert holds(present, gate)
