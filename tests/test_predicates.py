@@ -798,3 +798,37 @@ def test_a_power_of_two_quantisation_scale_is_not_exp2_folding():
             tl.store(o_ptr + o, tl.exp2(b_g - tl.max(b_g, 0)))
     ''')
     assert holds(present, gate)
+
+
+def test_counting_tokens_per_expert_is_not_split_k():
+    """#8: a top-k / MoE routing `tl.atomic_add` marked a MoE kernel as using split-K."""
+    from skel.skeletons import registry
+
+    present = registry.get("split-k-reduction").present
+    counts = kernel('''
+        @triton.jit
+        def count_tokens_per_expert(topk_ids_ptr, counts_ptr, numel, E: tl.constexpr, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            experts = tl.arange(0, E)
+            cnt = tl.zeros([E], dtype=tl.int32)
+            for start in range(pid * BLOCK, numel, tl.num_programs(0) * BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                ids = tl.load(topk_ids_ptr + offs, mask=offs < numel, other=E)
+                cnt += tl.sum((ids[:, None] == experts[None, :]).to(tl.int32), 0)
+            tl.atomic_add(counts_ptr + experts, cnt)
+    ''')
+    assert not holds(present, counts)
+    split = kernel('''
+        @triton.jit
+        def gemv_split(x_ptr, w_ptr, y_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+            pid_n = tl.program_id(0)
+            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+            for k0 in range(tl.program_id(1) * BLOCK_K, K, tl.num_programs(1) * BLOCK_K):
+                rk = k0 + tl.arange(0, BLOCK_K)
+                x = tl.load(x_ptr + rk, mask=rk < K, other=0.0)
+                w = tl.load(w_ptr + rn[:, None] * K + rk[None, :])
+                acc += tl.sum(w * x[None, :], 1)
+            tl.atomic_add(y_ptr + rn, acc, mask=rn < N)
+    ''')
+    assert holds(present, split)

@@ -59,7 +59,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom, uses_name
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
-from skel.skeletons.predicates.programs import grid_stride_loops
+from skel.skeletons.predicates.programs import grid_stride_loops, program_id_vars
 from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
 
 _REDUCE = {"tl.dot", "tl.sum"}
@@ -84,12 +84,20 @@ def _static_names(k) -> set[str]:
     return static
 
 
+#: `tl.sum(ids[:, None] == experts[None, :])`: a count of matches (a histogram of routing
+#: ids), not a partial sum over a reduction dimension.
+_COUNT = re.compile(r"==|!=")
+
+
 def _accumulators(k, lp) -> list:
-    """Assignments in the loop that carry a tl.dot/tl.sum reduction across iterations."""
+    """Assignments in the loop that carry a tl.dot/tl.sum reduction across iterations
+    (counts of matches, such as tokens per expert, are histograms, not reductions)."""
     carried = loop_carried(k, lp)
     out = []
     for a in k.assigns:
         if not (lp.line <= a.line <= lp.end_line) or not set(a.calls) & _REDUCE:
+            continue
+        if _COUNT.search(a.value) and "tl.dot" not in a.calls:
             continue
         if set(assign_targets(a)) & set(carried) and (a.op != "=" or set(assign_targets(a)) & set(a.names)):
             out.append(a)
@@ -152,16 +160,41 @@ def _vector_output(k) -> list[int]:
     return lines
 
 
+def _split_over_programs(k, lp) -> bool:
+    """A grid axis partitions the loop: its range reads a program id (`range(pid_k * n,
+    ..., BLOCK_K)`, `range(pid, T, num_programs)`). A loop every program runs in full
+    (a fused-MoE K loop) is not split, whatever its result is merged with."""
+    pids = program_id_vars(k)
+    return any(set(IDENT.findall(x)) & pids or "tl.program_id" in x or "tl.num_programs" in x
+               for x in lp.args)
+
+
+def _loaded_names(k) -> set[str]:
+    """Names whose value is read from memory (directly or through arithmetic): routing
+    indices such as a top-k expert id or the token a row belongs to."""
+    names = {t for a in k.assigns if "tl.load" in a.calls for t in assign_targets(a)}
+    for _ in range(3):
+        names |= {t for a in k.assigns if set(a.names) & names and a.loop_depth == 0 for t in assign_targets(a)}
+    return names
+
+
 def _atomic_partial(k) -> list[int]:
-    """tl.atomic_add of a loop-carried tl.dot/tl.sum accumulator: per-program partial sums merged atomically."""
+    """tl.atomic_add of a loop-carried tl.dot/tl.sum accumulator from a reduction loop that
+    a grid axis splits: per-program partial sums merged atomically. An atomic add whose
+    address comes from loaded routing data (`out + token * N`, `counts + expert_id`:
+    combining top-k experts, counting tokens per expert) is a scatter, not a split merge."""
     accs = set()
     for lp in k.loops:
+        if not _split_over_programs(k, lp):
+            continue
         for a in _accumulators(k, lp):
             accs |= set(assign_targets(a)) if hasattr(a, "targets") else {a.target}
+    routed = _loaded_names(k)
     lines = []
     for c in k.calls_named("tl.atomic_add"):
         val = c.args[1] if len(c.args) > 1 else c.kwargs.get("val", "")
-        if set(IDENT.findall(val)) & accs:
+        addr = c.args[0] if c.args else c.kwargs.get("pointer", "")
+        if set(IDENT.findall(val)) & accs and not set(IDENT.findall(addr)) & routed and "tl.load" not in addr:
             lines.append(c.line)
     return lines
 
