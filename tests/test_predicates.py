@@ -832,3 +832,64 @@ def test_counting_tokens_per_expert_is_not_split_k():
             tl.atomic_add(y_ptr + rn, acc, mask=rn < N)
     ''')
     assert holds(present, split)
+
+
+TABLE_LAUNCHED = '''
+    @triton.jit
+    def moe_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                 BLOCK_SIZE_K: tl.constexpr):
+        rm = tl.program_id(0) * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        rn = tl.program_id(1) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_SIZE_K):
+            rk = k + tl.arange(0, BLOCK_SIZE_K)
+            a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rk[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=rk[:, None] < K, other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+'''
+
+
+@pytest.mark.parametrize("launcher,tuned", [
+    ("meta = get_moe_config(M, E)\n    moe_gemm[grid](a, b, c, M, N, K, **meta)", True),
+    ("p = {'BLOCK_SIZE_M': 64, 'BLOCK_SIZE_N': 64, 'BLOCK_SIZE_K': 32}\n    moe_gemm[grid](a, b, c, M, N, K, **p)",
+     True),
+    ("moe_gemm[grid](a, b, c, M, N, K, **_BEST[str(M)])", True),  # a module table read from JSON
+    ("moe_gemm[grid](a, b, c, M, N, K, **config)", True),  # named as a config
+    ("kw = {'BLOCK_SIZE_M': 64}\n    moe_gemm[grid](a, b, c, M, N, K, **kw, num_warps=4)", True),
+    ("kw = {'num_warps': 8}\n    moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, "
+     "BLOCK_SIZE_K=32, **kw)", False),  # hand-set values: what autotuning replaces
+    ("moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)", False),
+])
+def test_launch_config_from_a_tuned_table(launcher, tuned):
+    from skel.skeletons.conditions import LAUNCH_CONFIG_DICT
+
+    src = textwrap.dedent(TABLE_LAUNCHED) + "\n\n_BEST = json.load(open('best.json'))\n\n\n" \
+        "def launch(a, b, c, M, N, K, E, grid, config):\n    " + launcher + "\n"
+    k = kernel("import json\n" + src)
+    assert holds(LAUNCH_CONFIG_DICT, k) is tuned
+    if tuned:
+        (hit,) = LAUNCH_CONFIG_DICT.check(k)
+        assert hit.lines == tuple(ln.line for ln in k.launches)
+
+
+def test_json_config_tables_beside_the_file(tmp_path):
+    """configs/*.json beside the file (set by the miner's sources and by `skel suggest`):
+    autotune-configs, num-stages-pipelining and hardware-tiered-launch are not suggested
+    for a kernel launched from elsewhere or with a `**` dict; they are for a literal launch."""
+    from skel.retriever.suggest import suggest
+    from skel.skeletons.conditions import LAUNCH_CONFIG_DICT
+
+    k = kernel(TABLE_LAUNCHED)
+    assert not holds(LAUNCH_CONFIG_DICT, k)
+    k.config_tables = ["E=8,N=14336,device_name=NVIDIA_H200.json"]
+    assert holds(LAUNCH_CONFIG_DICT, k)
+    f = tmp_path / "moe.py"
+    f.write_text(HEADER + textwrap.dedent(TABLE_LAUNCHED))
+    tuning = {"autotune-configs", "num-stages-pipelining", "hardware-tiered-launch"}
+    before = {s.id for s in suggest(f, k=40)[0].suggestions}
+    assert tuning & before, before
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "E=8,N=14336.json").write_text("{}")
+    after = {s.id for s in suggest(f, k=40)[0].suggestions}
+    assert not tuning & after and after == before - tuning

@@ -76,6 +76,10 @@ class Launch:
     host_calls: list[str] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)  # identifiers read in that function
     star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
+    # for each `**` argument, where its dict comes from: what the launching function last
+    # assigned to it (`get_config(M, E)`, `{"BLOCK_SIZE_M": 64, "num_warps": 4}`), else the
+    # module constant of that name, else the expression itself
+    star_sources: list[str] = field(default_factory=list)
     # canonical names of the launching function's calls before and after this launch, in
     # source order (method calls keep their receiver: `y.add_`): what the host does to the
     # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)
@@ -126,6 +130,10 @@ class KernelFacts:
     # are folded into this kernel's (with the helper's own line numbers), so a technique
     # that lives in a helper is seen in the kernel that runs it
     folded: dict[str, list[int]] = field(default_factory=dict)
+    # JSON tables of tuned launch configs beside the kernel's file (`configs/*.json`), set
+    # by whoever knows the file's folder (the miner, `skel suggest`); the extractor reads
+    # source text only
+    config_tables: list[str] = field(default_factory=list)
     returns_value: bool = False  # a `return <value>` in the body (device helpers return)
 
     def helper_at(self, line: int) -> str:

@@ -383,8 +383,10 @@ class _HostVisitor(Walker):
     ``def grid(meta)`` in the launching function or at module level.
     """
 
-    def __init__(self, aliases: Aliases, grid_funcs: set[str]) -> None:
+    def __init__(self, aliases: Aliases, grid_funcs: set[str], constants: dict[str, str] | None = None) -> None:
         self.al = aliases
+        self.constants = constants or {}  # module-level `NAME = <expr>` (source text)
+        self._host_assigns: dict[str, str] = {}  # the launching function's `name = value`, latest first
         self.grid_funcs = grid_funcs  # module-level callables usable as grids
         self.launches: list[Launch] = []
         self.calls: set[str] = set()
@@ -405,6 +407,7 @@ class _HostVisitor(Walker):
             self._first_launch = len(self.launches)
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
             self._host_seq, self._launch_nodes = [], {}
+            self._host_assigns = {}
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -423,6 +426,10 @@ class _HostVisitor(Walker):
         self._top, self.function = None, ""
 
     def visit_Assign(self, node: cst.Assign) -> bool:
+        if self._top is not None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self._host_assigns[t.target.value] = host_code(node.value, 400)
         if isinstance(node.value, cst.Lambda):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
@@ -447,6 +454,7 @@ class _HostVisitor(Walker):
                     kwargs=kwargs, host_function=self.function,
                     star_kwargs=[host_code(a.value) for a in node.args if a.star == "**"],
                 )
+                launch.star_sources = [self._star_source(a.value) for a in node.args if a.star == "**"]
                 self.launches.append(launch)
                 if self._top is not None:
                     self._launch_nodes[id(node)] = [launch, len(self._host_seq), len(self._host_seq)]
@@ -458,6 +466,22 @@ class _HostVisitor(Walker):
                     self._host_calls.add(name)
                     self._host_seq.append(name)
         return True
+
+    def _star_source(self, value: cst.BaseExpression) -> str:
+        """Where a `**config` dict comes from: the value the launching function last
+        assigned to that name (`get_config(M, E)`, a dict literal), else the module
+        constant of that name, else the expression itself (`configs[key]`, `self.cfg`)."""
+        name = dotted(value)
+        if name in self._host_assigns:
+            text = self._host_assigns[name]
+        elif name in self.constants:
+            text = self.constants[name]
+        else:
+            text = host_code(value, 400)
+        # the module tables it reads, spelled out: `_TUNED[str(M)]` -> `... [_TUNED = json.load(f)]`
+        tables = [f"[{n} = {self.constants[n]}]" for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", text))
+                  if n in self.constants and n != name]
+        return " ".join([text, *tables])
 
     def leave_Call(self, node: cst.Call) -> None:
         entry = self._launch_nodes.get(id(node))
@@ -628,7 +652,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     if not kernels:
         return []
 
-    host = _HostVisitor(aliases, grid_funcs)
+    host = _HostVisitor(aliases, grid_funcs, constants)
     for stmt in module.body:  # kernels themselves launch nothing: skip their bodies
         if not (isinstance(stmt, cst.FunctionDef) and stmt in kernels):
             host.walk(stmt)

@@ -115,6 +115,7 @@ class KernelResult:
 
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
+    from skel.kernels.configs import config_tables_beside
     from skel.kernels.triton import ParseError, extract_file
 
     p = Path(path)
@@ -134,6 +135,9 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
     if not kernels:
         raise SuggestError(f"{p}: no @triton.jit kernel found" + _helpers_only(text, p))
+    tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
+    for k in kernels:
+        k.config_tables = tables
     if kernel:
         chosen = [k for k in kernels if k.name == kernel]
         if not chosen:
