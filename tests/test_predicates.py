@@ -893,3 +893,74 @@ def test_json_config_tables_beside_the_file(tmp_path):
     (tmp_path / "configs" / "E=8,N=14336.json").write_text("{}")
     after = {s.id for s in suggest(f, k=40)[0].suggestions}
     assert not tuning & after and after == before - tuning
+
+
+def test_authors_notes_rule_a_technique_out(tmp_path):
+    """#8: a docstring or comment in the kernel, its module or its launcher that rules a
+    technique out removes that suggestion; the result says what was dropped, with the quote."""
+    from skel.retriever import render
+    from skel.retriever.suggest import suggest
+    from skel.skeletons import registry
+
+    src = textwrap.dedent(TABLE_LAUNCHED)
+    plain = tmp_path / "plain.py"
+    plain.write_text(HEADER + src)
+    before = {s.id for s in suggest(plain, k=40)[0].suggestions}
+    assert "num-stages-pipelining" in before
+    warned = tmp_path / "warned.py"
+    warned.write_text('"""MoE GEMM.\n\nKeep the default pipelining: num_stages > 1 miscompiles on MI300."""\n'
+                      + HEADER + src)
+    (r,) = suggest(warned, k=40)
+    assert {s.id for s in r.suggestions} == before - {"num-stages-pipelining"}
+    (d,) = r.dropped
+    assert d == {"id": "num-stages-pipelining", "line": 1,
+                 "quote": "Keep the default pipelining: num_stages > 1 miscompiles on MI300."}
+    assert "dropped: num-stages-pipelining" in render.text([r]) and '"dropped"' in render.as_json([r])
+    # a mention without a negative word, or a negative word about something else, rules nothing out
+    sk = registry.get("num-stages-pipelining")
+    k = kernel(src)
+    k.notes = [{"line": 1, "text": "num_stages=3 is what the table picks. The mask is wrong for odd K."}]
+    assert sk.ruled_out(k) is None
+    k.notes = [{"line": 7, "text": "Do not raise num_stages: it hangs on gfx90a."}]
+    assert sk.ruled_out(k) == (7, "Do not raise num_stages: it hangs on gfx90a.")
+
+
+def test_notes_come_from_the_kernel_its_helpers_its_launcher_and_its_module():
+    k = kernel('''
+        """Module docstring: TMA is slower for these shapes."""
+        # a module-level comment
+
+        @triton.jit
+        def _helper(x):
+            # exp2 is less accurate here
+            return tl.exp(x)
+
+
+        # above the kernel: do not autotune
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            """The kernel's own docstring."""
+            offs = tl.arange(0, BLOCK)  # a trailing note
+            tl.store(x_ptr + offs, _helper(tl.load(x_ptr + offs)))
+
+
+        # above another function: not the module's
+        def launch(x):
+            """The launcher's docstring."""
+            kern[(1,)](x, x.numel(), BLOCK=128)
+
+
+        def unrelated(x):
+            # not about kern
+            return x
+    ''', "kern")
+    texts = [n["text"] for n in k.notes]
+    for want in ("Module docstring: TMA is slower for these shapes.", "a module-level comment",
+                 "exp2 is less accurate here", "above the kernel: do not autotune", "The kernel's own docstring.",
+                 "a trailing note", "The launcher's docstring.", "above another function: not the module's"):
+        assert want in texts, (want, texts)
+    assert "not about kern" not in texts
+    src = (HEADER + textwrap.dedent('''
+        """Module docstring: TMA is slower for these shapes."""
+    ''').lstrip()).splitlines()
+    assert any(n["line"] == len(src) and "TMA" in n["text"] for n in k.notes)

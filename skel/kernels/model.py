@@ -135,6 +135,11 @@ class KernelFacts:
     # source text only
     config_tables: list[str] = field(default_factory=list)
     returns_value: bool = False  # a `return <value>` in the body (device helpers return)
+    # what the authors wrote about this kernel, {"line", "text"} each: comments and
+    # docstrings in the kernel (the comment right above it included), in the helpers it
+    # calls, in the functions that launch it, and the module's own (its docstring, and
+    # top-level comments not placed above another function)
+    notes: list[dict] = field(default_factory=list)
 
     def helper_at(self, line: int) -> str:
         """The folded helper whose lines hold ``line`` ("" when it is the kernel's own)."""

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from skel.kernels.comments import block_end, notes_of
 from skel.kernels.dtypes import value_dtype
 from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, Syntax
 from skel.kernels.positions import Positions
@@ -517,9 +518,11 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
         found = _extract(module, source, path)
     finally:
         gc.unfreeze()
+    if found:
+        _attach_notes(found, source)
     helper_names = device_helpers(found)
     # fold from each function's own facts, not from a helper already folded into
-    own = {h.name: replace(h, calls=list(h.calls), loops=list(h.loops), assigns=list(h.assigns),
+    own = {h.name: replace(h, calls=list(h.calls), loops=list(h.loops), assigns=list(h.assigns), notes=list(h.notes),
                            ifs=list(h.ifs)) for h in found}
     for k in found:
         _fold_helpers(k, {name: h for name, h in own.items() if name != k.name})
@@ -597,10 +600,49 @@ def _fold_helpers(k: KernelFacts, others: dict[str, KernelFacts]) -> None:
         k.assigns.extend(replace(a, loop_depth=a.loop_depth + depth, loop_line=a.loop_line or loop_line)
                          for a in h.assigns)
         k.ifs.extend(dict(i, loop_depth=i.get("loop_depth", 0) + depth) for i in h.ifs)
-        for mine, theirs in ((k.names, h.names), (k.attributes, h.attributes), (k.constants, h.constants),
-                             (k.var_dtypes, h.var_dtypes), (k.module_constants, h.module_constants)):
-            for key, value in theirs.items():
-                mine.setdefault(key, value)
+        k.notes.extend(x for x in h.notes if not any(y["line"] == x["line"] for y in k.notes))
+        for lines_of, theirs_at in ((k.names, h.names), (k.attributes, h.attributes), (k.constants, h.constants)):
+            for key, line in theirs_at.items():
+                lines_of.setdefault(key, line)
+        for texts, theirs in ((k.var_dtypes, h.var_dtypes), (k.module_constants, h.module_constants)):
+            for key, text in theirs.items():
+                texts.setdefault(key, text)
+
+
+_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
+
+
+def _attach_notes(found: list[KernelFacts], source: str) -> None:
+    """Give each jit function the comments and docstrings that speak about it (see
+    ``KernelFacts.notes``). Helpers' notes reach the kernels calling them when folded."""
+    lines = source.splitlines()
+    notes = notes_of(source)
+    defs: dict[str, list[tuple[int, int]]] = {}  # function name -> its (def line, last line) ranges
+    tops: list[tuple[int, int]] = []  # top-level functions and classes, decorators included
+    for n, text in enumerate(lines, 1):
+        m = _DEF.match(text)
+        if m:
+            end = block_end(lines, n)
+            defs.setdefault(m.group(1), []).append((n, end))
+            if not text[0].isspace():
+                first = n
+                while first > 1 and lines[first - 2].startswith("@"):
+                    first -= 1
+                tops.append((first, end))
+    starts = {a for a, _ in tops} | {a for k in found for a in (k.line_start,)}
+
+    def owned(lo: int, hi: int) -> list[dict]:
+        # notes inside [lo, hi], and the comment block ending right above it
+        return [{"line": x.line, "text": x.text} for x in notes if lo <= x.line <= hi or x.end == lo - 1]
+
+    module = [{"line": x.line, "text": x.text} for x in notes
+              if x.indent == 0 and not any(a <= x.line <= b for a, b in tops) and x.end + 1 not in starts]
+    for k in found:
+        mine = owned(k.line_start, k.line_end)
+        for host in dict.fromkeys(ln.host_function for ln in k.launches if ln.host_function):
+            for a, b in defs.get(host, ()):
+                mine += owned(a, b)
+        k.notes = list({x["line"]: x for x in reversed(mine + module)}.values())[::-1]  # one per line
 
 
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")

@@ -180,7 +180,7 @@ def tag(kernel: KernelFacts) -> tuple[list[str], list[str]]:
         a = s.assess(kernel)
         if a.present is not None:
             uses.append(s.id)
-        elif a.applies:
+        elif a.applies and s.ruled_out(kernel) is None:  # as `skel suggest` would drop it
             fits.append(s.id)
     return uses, fits
 

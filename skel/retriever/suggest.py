@@ -105,6 +105,9 @@ class KernelResult:
     suggestions: list[Suggestion]
     store_kernels: int
     notes: list[str] = field(default_factory=list)
+    # skeletons that would apply but that the authors' own notes rule out, with their words:
+    # {"id", "line", "quote"} each (see `Skeleton.ruled_out`)
+    dropped: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -197,11 +200,11 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                      "pass --backend to override")
     assessments = [s.assess(kf, target) for s in all_skeletons()]
     present = [a.skeleton.id for a in assessments if a.present is not None]
-    candidates = [a for a in assessments if a.applies]
+    candidates, dropped = _ruled_out_by_authors([a for a in assessments if a.applies], kf)
     total = kb.count() if kb is not None else 0
     result = KernelResult(kernel=kf.name, path=kf.path, line_start=kf.line_start, line_end=kf.line_end,
                           present=present, considered=len(assessments), suggestions=[], store_kernels=total,
-                          notes=notes)
+                          notes=notes, dropped=dropped)
     if not candidates:
         return result
 
@@ -272,6 +275,21 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)
     return result
+
+
+def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list[dict]]:
+    """Leave out what the kernel's authors ruled out in a comment or docstring ("num_stages
+    > 1 miscompiles on MI300"): they measured or hit it; a suggestion repeating it is noise.
+    Removed, not demoted — every skeleton here adds a technique the kernel lacks, and the
+    authors say it does not work for them; the dropped ones are reported with the quote."""
+    kept, dropped = [], []
+    for a in candidates:
+        why = a.skeleton.ruled_out(kf)
+        if why is None:
+            kept.append(a)
+        else:
+            dropped.append({"id": a.skeleton.id, "line": why[0], "quote": why[1]})
+    return kept, dropped
 
 
 def _warnings(report: StatusReport) -> list[str]:

@@ -141,6 +141,7 @@ SKELETON = Skeleton(
     summary="Benchmark BLOCK_*/num_warps/num_stages configs on first call per key instead of one hand-picked config.",
     category=Category.TUNING,
     doc=__doc__,
+    ruled_out_by=(r"\bautotun\w*", r"triton\.Config"),
     present=AUTOTUNED,
     preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, TILE_WORK, ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
     env=Env(),

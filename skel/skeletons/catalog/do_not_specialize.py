@@ -126,6 +126,7 @@ SKELETON = Skeleton(
     summary="Keep per-call lengths (T, seq_len, n_rows) runtime and unspecialized so new values never recompile.",
     category=Category.TUNING,
     doc=__doc__,
+    ruled_out_by=(r"\bdo_not_specialize\b",),
     present=DO_NOT_SPECIALIZE,
     preconditions=[KERNEL_ENTRY, CONSTEXPR_LENGTH | SPECIALIZED_LENGTH],
     env=Env(),

@@ -103,6 +103,7 @@ SKELETON = Skeleton(
     summary="evict_first on loads streamed once, evict_last on small data every program re-reads (weights).",
     category=Category.MEMORY,
     doc=__doc__,
+    ruled_out_by=(r"\beviction\w*", r"\bevict_(first|last)\b"),
     present=HINT_USED,
     preconditions=[NO_DOT, SHARED_VECTOR_LOAD | MULTI_PASS_REREAD],
     env=Env(),

@@ -130,6 +130,7 @@ SKELETON = Skeleton(
     summary="Replace tl.exp(x) by tl.exp2(x * log2e), folding log2(e) into an existing scale (softmax, attention).",
     category=Category.ARITHMETIC,
     doc=__doc__,
+    ruled_out_by=(r"\bexp2\b", r"\blog2_?e\b", r"log2\(e\)", r"\bRCP_LN2\b"),
     present=EXP2_USED,
     preconditions=[NATURAL_EXP_CALL, REDUCTION | EXP_ON_TILE],
     env=Env(),

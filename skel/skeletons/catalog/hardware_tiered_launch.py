@@ -106,6 +106,7 @@ SKELETON = Skeleton(
     summary="Choose BLOCK/num_warps/num_stages from device capability or SMEM in the launcher, not one literal config.",
     category=Category.HOST,
     doc=__doc__,
+    ruled_out_by=(r"\bhardware[\s_-]*tier\w*", r"\btiered launch\w*", r"\bper[\s-]arch(itecture)? (launch|config)\w*"),
     present=TIERED_LAUNCH,
     preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT],
     env=Env(),

@@ -101,6 +101,7 @@ SKELETON = Skeleton(
     summary="Launch small decode kernels with launch_pdl=True and gdc_wait/gdc_launch_dependents to overlap launches.",
     category=Category.HOST,
     doc=__doc__,
+    ruled_out_by=(r"\bPDL\b", r"programmatic dependent launch", r"launch_pdl", r"gdc_(wait|launch)"),
     present=PDL_USED,
     preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),

@@ -112,6 +112,7 @@ SKELETON = Skeleton(
     summary="Set/tune num_stages (configs, launch or tl.range) so tile loads of later iterations overlap compute.",
     category=Category.TUNING,
     doc=__doc__,
+    ruled_out_by=(r"\bnum_?stages\b", r"\bpipelin\w*", r"\bsoftware[\s-]pipelin\w*"),
     present=STAGES_SET,
     preconditions=[PIPELINABLE_LOOP, ~LAUNCH_CONFIG_DICT],
     env=Env(),

@@ -225,6 +225,7 @@ SKELETON = Skeleton(
     summary="Split a long reduction loop across programs (a split grid axis) and merge partials: fills SMs in decode/GEMV.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
+    ruled_out_by=(r"\bsplit[\s_-]?k\b", r"\bsplit[\s_-]?kv\b", r"\bflash[\s-]?decoding\b", r"\bnum_kv_splits\b"),
     present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS,
     preconditions=[LONG_REDUCTION, VECTOR_OUTPUT],
     env=Env(),
