@@ -30,6 +30,9 @@ class Hit:
     condition: str
     detail: str
     lines: tuple[int, ...] = ()
+    # the condition is about the kernel's signature (a parameter, a decorator): its lines
+    # are the header's; every other hit points at the statement that satisfied it
+    signature: bool = False
 
     def __str__(self) -> str:
         where = f" (line {', '.join(map(str, self.lines[:4]))})" if self.lines else ""
@@ -141,9 +144,23 @@ def param(pattern: str, *, constexpr: bool | None = None, describe: str | None =
         found = [p.name for p in k.params if rx.fullmatch(p.name) and (constexpr is None or p.constexpr == constexpr)]
         if not found:
             return None
-        return [Hit(label, f"{text}: {', '.join(found[:4])}", (k.line_start,))]
+        return [Hit(label, f"{text}: {', '.join(found[:4])}", param_lines(k, found), signature=True)]
 
     return Condition(label, text, test)
+
+
+def param_lines(k: KernelFacts, names: Iterable[str]) -> tuple[int, ...]:
+    """Where parameters are declared: the header line of each (its first occurrence), for
+    conditions about the signature."""
+    return tuple(sorted({k.names.get(n, k.line_start) for n in names}))
+
+
+def def_line(k: KernelFacts) -> int:
+    """The kernel's `def` line (below its decorators), for conditions about its name."""
+    for i, text in enumerate(k.source.splitlines()):
+        if re.match(rf"\s*(async\s+)?def\s+{re.escape(k.name)}\b", text):
+            return k.line_start + i
+    return k.line_start
 
 
 def uses_name(pattern: str, *, describe: str | None = None, name: str | None = None) -> Condition:
@@ -156,7 +173,11 @@ def uses_name(pattern: str, *, describe: str | None = None, name: str | None = N
         found = {n: line for n, line in k.names.items() if rx.fullmatch(n)}
         if not found:
             return None
-        return [Hit(label, f"{text}: {', '.join(sorted(found)[:4])}", tuple(sorted(found.values()))[:4])]
+        # a parameter's first occurrence is the header: such a hit is about the signature
+        body = {n: line for n, line in found.items() if k.param(n) is None}
+        shown = body or found
+        return [Hit(label, f"{text}: {', '.join(sorted(shown)[:4])}", tuple(sorted(shown.values()))[:4],
+                    signature=not body)]
 
     return Condition(label, text, test)
 
@@ -187,7 +208,7 @@ def decorated(dec: str, *, kw: str | None = None, describe: str | None = None,
                  and (where is None or where(d, k))]
         if not found:
             return None
-        return [Hit(label, text, tuple(d.line for d in found))]
+        return [Hit(label, text, tuple(d.line for d in found), signature=True)]
 
     return Condition(label, text, test)
 
@@ -234,18 +255,22 @@ def launched_with(kw: str, *, describe: str | None = None, name: str | None = No
     return Condition(label, text, test)
 
 
-def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] | bool | None]) -> Condition:
+def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] | bool | None], *,
+           signature: bool = False) -> Condition:
     """Any test of the facts. ``fn`` returns the lines that make it hold (or True), or a
-    falsy value when it does not hold."""
+    falsy value when it does not hold: the lines of the statements that satisfy it, never
+    the decorator or `def` line. ``signature``: the condition is about the kernel's
+    signature (a parameter, a decorator, the kernel's name), so its lines are the header's
+    (see ``param_lines``)."""
 
     def test(k: KernelFacts) -> list[Hit] | None:
         res = fn(k)
         if res is None or res is False:
             return None
         if res is True:
-            return [Hit(name, describe, ())]
+            return [Hit(name, describe, (), signature)]
         lines = tuple(sorted(set(res)))
-        return [Hit(name, describe, lines)] if lines else None
+        return [Hit(name, describe, lines, signature)] if lines else None
 
     return Condition(name, describe, test)
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines
 from skel.skeletons.predicates.autotune import AUTOTUNED
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
@@ -60,7 +60,7 @@ _LITERAL_INT = re.compile(r"\d+")
 
 def _tile_params(k):
     found = [p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)]
-    return [k.line_start] if found else None
+    return param_lines(k, found) if found else None
 
 
 def _literal_launch(k):
@@ -69,7 +69,7 @@ def _literal_launch(k):
 
 
 TILE_PARAMS = custom("tile-constexpr-params", "tile-size constexpr parameters (BLOCK_*, BK, BV ...)",
-                     _tile_params)
+                     _tile_params, signature=True)
 LITERAL_LAUNCH = custom("literal-num-warps-launch", "a launch with a literal `num_warps=`/`num_stages=`",
                         _literal_launch)
 

@@ -96,7 +96,7 @@ def pipelinable_loops(k) -> list[int]:
 
 
 STAGES_SET = (
-    custom("autotune-num-stages", "autotune configs setting `num_stages`", _config_num_stages)
+    custom("autotune-num-stages", "autotune configs setting `num_stages`", _config_num_stages, signature=True)
     | launched_with("num_stages", name="launch-num-stages")
     | loop(kind="tl.range", kw="num_stages", name="tl-range-num-stages",
            describe="`tl.range(..., num_stages=)`")

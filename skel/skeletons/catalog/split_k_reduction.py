@@ -56,7 +56,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_targets, custom, uses_name
+from skel.skeletons.conditions import assign_targets, custom, def_line, uses_name
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.programs import grid_stride_loops, program_id_vars
@@ -148,9 +148,7 @@ def _long_reduction(k) -> list[int]:
 
 def _vector_output(k) -> list[int]:
     """Decode/GEMV shape: a vector-matrix product reduced with tl.sum inside the reduction
-    loop (`tl.sum(q[None, :] * k, 1)`), or a kernel named for decoding."""
-    if re.search(r"(?i)decod", k.name):
-        return [k.line_start]
+    loop (`tl.sum(q[None, :] * k, 1)`)."""
     lines = []
     for lp in _long_reduction_loops(k):
         for c in k.calls:
@@ -215,9 +213,10 @@ LONG_REDUCTION = custom(
 )
 VECTOR_OUTPUT = custom(
     "decode-like-output",
-    "a vector output per program (`tl.sum(q[None, :] * k, 1)` in the loop, or a decode kernel)",
+    "a vector output per program (`tl.sum(q[None, :] * k, 1)` in the loop)",
     _vector_output,
-)
+) | custom("decode-kernel", "a kernel named for decoding (one query per program)",
+           lambda k: [def_line(k)] if re.search(r"(?i)decod", k.name) else None, signature=True)
 
 SKELETON = Skeleton(
     id="split-k-reduction",
