@@ -432,3 +432,17 @@ def test_a_helper_only_module_has_no_kernel():
     src = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef exp2(x):\n    return tl.exp2(x)\n"
     assert extract_file(src) == []
     assert [k.name for k in extract_file(src, helpers=True)] == ["exp2"]
+
+
+def test_the_flow_view_walks_device_helpers_as_if_inlined():
+    from skel.kernels.flow import flow_of
+
+    (k,) = [k for k in extract_file(HELPERS, "helpers.py") if k.name == "gelu_tanh_kernel"]
+    fl = flow_of(k)
+    src = HELPERS.splitlines()
+    (sig,) = fl.named("tl.sigmoid")
+    assert "tl.sigmoid(2 * x)" in src[sig.line - 1] and fl.text(sig.node) == "tl.sigmoid(2 * x)"
+    assert sig.loops and sig.loops[0].kind == "range", "tanh is called in the kernel's loop"
+    (ld,) = fl.loads()
+    names, _ = fl.closure(ld.arg(0, "pointer"))
+    assert {"ptr", "x_ptr", "offs"} <= names, "load_tile's `ptr` is bound to the kernel's `x_ptr`"

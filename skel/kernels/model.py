@@ -244,3 +244,6 @@ class Syntax:
     positions: Any  # skel.kernels.positions.Positions
     aliases: Any  # skel.kernels.triton.Aliases (canonical names for calls)
     flow: Any = None  # skel.kernels.flow.Flow, built on first use
+    # the device helpers folded into this kernel: (function node, its Positions) each; the
+    # data-flow view walks them as if inlined (facts read back from a store have none)
+    helpers: list = field(default_factory=list)
