@@ -527,8 +527,8 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
     for k in found:
         _fold_helpers(k, {name: h for name, h in own.items() if name != k.name})
         if k.folded and k.syntax is not None:
-            k.syntax.helpers = [(own[n].syntax.node, own[n].syntax.positions) for n in k.folded
-                                if own[n].syntax is not None]
+            trees = [own[n].syntax for n in k.folded]
+            k.syntax.helpers = [(t.node, t.positions) for t in trees if t is not None]
     return found if helpers else [k for k in found if k.name not in helper_names]
 
 
