@@ -964,3 +964,26 @@ def test_notes_come_from_the_kernel_its_helpers_its_launcher_and_its_module():
         """Module docstring: TMA is slower for these shapes."""
     ''').lstrip()).splitlines()
     assert any(n["line"] == len(src) and "TMA" in n["text"] for n in k.notes)
+
+
+def test_the_miner_counts_a_ruled_out_skeleton_as_not_fitting():
+    """`fits` (what would be suggested, the rarity statistic) drops what the notes rule out,
+    as `skel suggest` does."""
+    from skel.miner.mine import tag
+
+    k = kernel(TABLE_LAUNCHED)
+    assert "num-stages-pipelining" in tag(k)[1]
+    k.notes = [{"line": 1, "text": "num_stages > 1 miscompiles on MI300."}]
+    assert "num-stages-pipelining" not in tag(k)[1]
+
+
+def test_ruled_out_by_is_derived_from_the_id_unless_set():
+    from skel.skeletons import registry
+
+    hoist = registry.get("hoist-loop-invariant")
+    assert hoist.ruled_out_by == ()  # derived: pairs of the id's words
+    assert hoist.keywords().search("hoisting? no: do not hoist loop-invariant loads here")
+    assert hoist.keywords().search("the LOOP_INVARIANT part")
+    assert not hoist.keywords().search("the loop is invariant")  # words apart are not the name
+    auto = registry.get("autotune-configs")
+    assert auto.ruled_out_by and auto.keywords().search("Do not autotune: in-place")
