@@ -987,3 +987,34 @@ def test_ruled_out_by_is_derived_from_the_id_unless_set():
     assert not hoist.keywords().search("the loop is invariant")  # words apart are not the name
     auto = registry.get("autotune-configs")
     assert auto.ruled_out_by and auto.keywords().search("Do not autotune: in-place")
+
+
+def test_a_grid_stride_loop_without_merged_partials_is_not_split_k():
+    """The split must be over a reduction dimension with partials merged by atomics or a
+    second pass: a grid-stride loop whose sum is written to a routed slot is neither."""
+    from skel.skeletons import registry
+
+    present = registry.get("split-k-reduction").present
+    routed = kernel('''
+        @triton.jit
+        def expert_load_sum(w_ptr, ids_ptr, out_ptr, n_tok, E: tl.constexpr, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            e = tl.load(ids_ptr + pid)
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for start in range(pid * BLOCK, n_tok, tl.num_programs(0) * BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                acc += tl.sum(tl.load(w_ptr + offs, mask=offs < n_tok, other=0.0)[None, :], 0)
+            tl.store(out_ptr + e * BLOCK + tl.arange(0, BLOCK), acc)
+    ''')
+    assert not holds(present, routed)
+    partial = kernel('''
+        @triton.jit
+        def column_partial_sums(x_ptr, part_ptr, M, N, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for row in range(pid, M, tl.num_programs(0)):
+                acc += tl.sum(tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)[None, :], 0)
+            tl.store(part_ptr + pid * N + cols, acc, mask=cols < N)
+    ''')
+    assert holds(present, partial)

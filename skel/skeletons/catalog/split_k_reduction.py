@@ -136,10 +136,32 @@ def _recurrence(k, lp) -> bool:
     return False
 
 
+def _merged_partials(k, lp) -> bool:
+    """The loop's accumulator leaves the program as a partial result: added atomically
+    into an address not taken from routing data, or stored into a per-program partial
+    buffer (an address reading the program id) that a second pass reduces."""
+    accs: set[str] = set()
+    for a in _accumulators(k, lp):
+        accs |= set(assign_targets(a)) if hasattr(a, "targets") else {a.target}
+    pids = program_id_vars(k)
+    routed = _loaded_names(k)
+    for c in k.calls:
+        if c.name not in ("tl.store", "tl.atomic_add") or c.line <= lp.end_line:
+            continue
+        val = c.args[1] if len(c.args) > 1 else c.kwargs.get("value", c.kwargs.get("val", ""))
+        addr = c.args[0] if c.args else c.kwargs.get("pointer", "")
+        if not set(IDENT.findall(val)) & accs or set(IDENT.findall(addr)) & routed:
+            continue
+        if c.name == "tl.atomic_add" or set(IDENT.findall(addr)) & pids or "tl.program_id" in addr:
+            return True
+    return False
+
+
 def _grid_stride_partials(k) -> list[int]:
-    """A long reduction loop that is itself a grid-stride loop: each program reduces a slice."""
+    """A long reduction loop that is itself a grid-stride loop (each program reduces a
+    slice) whose partial result is merged by atomics or a second pass."""
     strided = set(grid_stride_loops(k))
-    return [lp.line for lp in _long_reduction_loops(k) if lp.line in strided]
+    return [lp.line for lp in _long_reduction_loops(k) if lp.line in strided and _merged_partials(k, lp)]
 
 
 def _long_reduction(k) -> list[int]:
