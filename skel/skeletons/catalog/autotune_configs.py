@@ -26,9 +26,12 @@ their kernels this way (see References).
 - its launch shapes repeat (training steps, fixed model dims), so tuning is paid once.
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
-  they come from an offline-tuned table or a dispatcher already, and their values are not
-  visible (a plain `**kwargs` of hand-set values does not count);
+- the launch config comes from a tuned table: `kernel[grid](..., **config)` with the dict
+  from a lookup (`get_config(M, E)`, `try_get_optimal_moe_config(...)`), a JSON file the
+  module loads, or a table-format literal (`BLOCK_SIZE_*` keys, or both `num_warps` and
+  `num_stages`); or JSON tables in a `configs/` folder beside the file. The table is
+  already per-shape, per-GPU measurement (a plain `**kwargs` of a hand-set value or two
+  does not count);
 - the kernel updates memory in place or uses atomics: every trial would re-apply the
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture

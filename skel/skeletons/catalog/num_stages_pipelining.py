@@ -24,9 +24,12 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - no `num_stages` is set anywhere (configs, launch, or loop).
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
-  they come from an offline-tuned table or a dispatcher already, and their values are not
-  visible (a plain `**kwargs` of hand-set values does not count);
+- the launch config comes from a tuned table: `kernel[grid](..., **config)` with the dict
+  from a lookup (`get_config(M, E)`, `try_get_optimal_moe_config(...)`), a JSON file the
+  module loads, or a table-format literal (`BLOCK_SIZE_*` keys, or both `num_warps` and
+  `num_stages`); or JSON tables in a `configs/` folder beside the file. The table is
+  already per-shape, per-GPU measurement (a plain `**kwargs` of a hand-set value or two
+  does not count);
 - the loop is a `tl.static_range` (unrolled, nothing to pipeline) or a `while` loop;
 - each iteration's load address depends on the previous iteration's result (pointer
   chasing, data-dependent indices): nothing can be issued ahead;
