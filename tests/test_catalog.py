@@ -35,11 +35,14 @@ def test_fixture_expectation(exp):
     sk = registry.get(exp.skeleton_id)
     k = KERNELS[exp.path][exp.kernel]
     a = sk.assess(k)
+    ruled_out = sk.ruled_out(k)  # the authors' own notes rule it out: not suggested either
     if exp.kind == "match":
         assert a.present is None, f"technique wrongly detected as present: {a.present}"
         assert not a.failed, f"preconditions failed: {a.failed}"
+        assert ruled_out is None, f"ruled out by the kernel's notes: {ruled_out}"
     elif exp.kind == "ok":
-        assert not (a.present is None and not a.failed), f"near miss matched: {[str(h) for h in a.matched]}"
+        assert not (a.present is None and not a.failed and ruled_out is None), \
+            f"near miss matched: {[str(h) for h in a.matched]}"
     else:
         assert a.present is not None, "technique not detected as present"
 
@@ -72,3 +75,34 @@ def test_marker_comments_are_all_parsed():
         written = len(re.findall(r"#\s*skel:", f.read_text()))
         parsed = sum(1 for e in EXPECTATIONS if e.path == str(f))
         assert written == parsed, f"{f.name}: {written} markers written, {parsed} attached to kernels"
+
+
+def _signature_lines(path: str) -> dict[str, set[int]]:
+    """Per function of a fixture file: its decorator lines and its `def` header lines."""
+    import ast
+
+    out: dict[str, set[int]] = {}
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.FunctionDef):
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            out[node.name] = set(range(first, node.body[0].lineno))  # up to the first statement
+    return out
+
+
+SIGNATURES = {str(f): _signature_lines(str(f)) for f in FIXTURE_FILES}
+
+
+@pytest.mark.parametrize("path", [str(f) for f in FIXTURE_FILES], ids=lambda p: p.rsplit("/", 1)[-1])
+def test_why_lines_point_at_statements_not_the_signature(path):
+    """#8: a "why" line is the statement that satisfied the condition (the `tl.exp` call,
+    the loop, the launch), never a decorator or the `def` line — unless the condition is
+    about the signature (a parameter, a decorator)."""
+    bad = []
+    for name, k in KERNELS[path].items():
+        header = SIGNATURES[path][name]
+        for sk in SKELETONS:
+            a = sk.assess(k)
+            for h in a.matched + (a.present or []):
+                if not h.signature and set(h.lines) & header:
+                    bad.append(f"{name}: {sk.id}: {h.condition} -> {h.lines}")
+    assert not bad, "\n".join(sorted(set(bad)))

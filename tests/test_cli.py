@@ -77,6 +77,8 @@ def test_no_suggestion_exits_1_and_says_so(tmp_path):
     (None, "no such file"),
     ("def f():\n    return 1\n", "no @triton.jit kernel"),
     ("import triton\n@triton.jit\ndef k(:\n", "does not parse"),
+    ("import triton\nimport triton.language as tl\n@triton.jit\ndef tanh(x):\n    return 2 * tl.sigmoid(2 * x) - 1\n",
+     "only device helpers: tanh"),
     (b"\xff\xfe garbage", "not UTF-8"),
 ])
 def test_bad_input_is_a_one_line_error_exit_2(tmp_path, content, needle):
@@ -202,3 +204,14 @@ main()
     assert report["kernels"] == 120 and report["unchanged"] == 48, "the first batch is not redone"
     info = json.loads(run_skel("store", "info", "--store", str(store), "--json").stdout)
     assert info["sources"][0]["state"] == "complete" and info["kernels"] == 120
+
+
+def test_naming_a_device_helper_says_where_it_went(tmp_path):
+    from skel.errors import SuggestError
+    from skel.retriever.suggest import load_kernels
+
+    k = write(tmp_path / "h.py", "import triton\nimport triton.language as tl\n\n@triton.jit\ndef tanh(x):\n"
+              "    return 2 * tl.sigmoid(2 * x) - 1\n\n@triton.jit\ndef act(x_ptr, n, B: tl.constexpr):\n"
+              "    o = tl.program_id(0) * B + tl.arange(0, B)\n    tl.store(x_ptr + o, tanh(tl.load(x_ptr + o)))\n")
+    with pytest.raises(SuggestError, match="'tanh' is a @triton.jit device helper, folded into .*: act"):
+        load_kernels(k, "tanh")

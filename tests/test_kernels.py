@@ -109,6 +109,40 @@ def test_launch_sites(kernels):
     assert "plain[(1,)]" in SPELLINGS.splitlines()[pl.line - 1]
 
 
+PROJECT_JIT = {
+    # serving code re-exports triton.jit from its own package (issue #8: found no kernel)
+    "relative": "import triton\nimport triton.language as tl\nfrom .. import jit\n\n"
+                "@jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "relative-alias": "import triton.language as tl\nfrom .utils import jit as tjit\n\n"
+                      "@tjit(do_not_specialize=['n'])\ndef k(x_ptr, n):\n    tl.store(x_ptr, n)\n",
+    "project-module": "import triton\nimport triton.language as tl\nfrom sglang_like.utils import jit\n\n"
+                      "@jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "from-triton": "import triton.language as tl\nfrom triton import jit\n\n"
+                   "@jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "triton-as-tt": "import triton as tt\nimport triton.language as tl\n\n"
+                    "@tt.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+    "jit-with-args": "import triton\nimport triton.language as tl\n\n"
+                     "@triton.jit(do_not_specialize=['n'])\ndef k(x_ptr, n):\n    tl.store(x_ptr, n)\n",
+    "stacked-wrapper": "import triton\nimport triton.language as tl\nfrom .utils import libentry\n\n"
+                       "@libentry()\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROJECT_JIT))
+def test_every_jit_spelling_finds_the_kernel(case):
+    (k,) = extract_file(PROJECT_JIT[case], "m.py")
+    assert k.name == "k" and k.decorator("triton.jit") is not None
+    assert k.calls_named("tl.store")
+
+
+@pytest.mark.parametrize("source", [
+    "import triton\nfrom numba import jit\n\n@jit\ndef f(x):\n    return x\n",
+    "from .utils import jit\n\n@jit\ndef f(x):\n    return x\n",  # no triton in the file
+])
+def test_a_jit_of_another_compiler_is_not_a_kernel(source):
+    assert extract_file(source, "m.py") == []
+
+
 def test_no_kernel_and_syntax_error():
     assert extract_file("def f():\n    return 1\n") == []
     with pytest.raises(ParseError):
@@ -314,3 +348,101 @@ def test_facts_read_back_without_a_tree_are_judged_the_same():
             a, b = s.assess(k), s.assess(back)
             assert (a.present, a.matched, a.failed) == (b.present, b.matched, b.failed), (k.name, s.id)
         assert triton.PARSES - before == 1
+
+
+HELPERS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tanh(x):
+    return 2 * tl.sigmoid(2 * x) - 1
+
+
+@triton.jit
+def remap_xcd(pid, GRID_MN, NUM_XCDS: tl.constexpr = 8):
+    per_xcd = (GRID_MN + NUM_XCDS - 1) // NUM_XCDS
+    return (pid % NUM_XCDS) * per_xcd + pid // NUM_XCDS
+
+
+@triton.jit
+def scaled_exp(x, scale):
+    return tl.exp(x * scale)
+
+
+@triton.jit
+def load_tile(ptr, offs, n):
+    return tl.load(ptr + offs, mask=offs < n, other=0.0)
+
+
+@triton.jit
+def gelu_tanh_kernel(x_ptr, y_ptr, n, GRID_MN, BLOCK: tl.constexpr):
+    pid = remap_xcd(tl.program_id(0), GRID_MN)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    for i in range(2):
+        x = load_tile(x_ptr, offs, n)
+        tl.store(y_ptr + offs, 0.5 * x * (1 + tanh(0.79788456 * x)), mask=offs < n)
+
+
+@triton.jit
+def unused_store_kernel(x_ptr, n):
+    tl.store(x_ptr, n)
+
+
+@triton.jit
+def launched_and_called(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+@triton.jit
+def caller(x_ptr):
+    launched_and_called(x_ptr)
+
+
+def launch(x):
+    launched_and_called[(1,)](x)
+'''
+
+
+def test_device_helpers_are_not_kernels_and_their_facts_fold_into_callers():
+    ks = {k.name: k for k in extract_file(HELPERS, "helpers.py")}
+    # tanh / remap_xcd / load_tile are called by a kernel; scaled_exp is called by none but
+    # takes no pointer and returns a value; a function that stores, or is launched, is a kernel
+    assert set(ks) == {"gelu_tanh_kernel", "unused_store_kernel", "launched_and_called", "caller"}
+    k = ks["gelu_tanh_kernel"]
+    src = HELPERS.splitlines()
+    assert set(k.folded) == {"tanh", "remap_xcd", "load_tile"}
+    (sig,) = k.calls_named("tl.sigmoid")  # tanh's call, at tanh's own line
+    assert "tl.sigmoid(2 * x)" in src[sig.line - 1] and k.helper_at(sig.line) == "tanh"
+    assert sig.loop_depth == 1, "tanh is called inside the kernel's loop"
+    (ld,) = k.calls_named("tl.load")
+    assert k.helper_at(ld.line) == "load_tile" and ld.kwargs["other"] == "0.0"
+    assert "NUM_XCDS" in k.names and k.helper_at(k.names["NUM_XCDS"]) == "remap_xcd"
+    # the helper's parameters are bound to what the kernel passes
+    assert any(a.targets == ["ptr"] and a.value == "x_ptr" for a in k.assigns)
+    assert set(ks["caller"].folded) == {"launched_and_called"}
+    every = {k.name for k in extract_file(HELPERS, "helpers.py", helpers=True)}
+    assert {"tanh", "remap_xcd", "scaled_exp", "load_tile"} <= every
+    back = type(k).from_dict(k.to_dict())
+    assert back.folded == k.folded and back.helper_at(sig.line) == "tanh"
+
+
+def test_a_helper_only_module_has_no_kernel():
+    src = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef exp2(x):\n    return tl.exp2(x)\n"
+    assert extract_file(src) == []
+    assert [k.name for k in extract_file(src, helpers=True)] == ["exp2"]
+
+
+def test_the_flow_view_walks_device_helpers_as_if_inlined():
+    from skel.kernels.flow import flow_of
+
+    (k,) = [k for k in extract_file(HELPERS, "helpers.py") if k.name == "gelu_tanh_kernel"]
+    fl = flow_of(k)
+    src = HELPERS.splitlines()
+    (sig,) = fl.named("tl.sigmoid")
+    assert "tl.sigmoid(2 * x)" in src[sig.line - 1] and fl.text(sig.node) == "tl.sigmoid(2 * x)"
+    assert sig.loops and sig.loops[0].kind == "range", "tanh is called in the kernel's loop"
+    (ld,) = fl.loads()
+    names, _ = fl.closure(ld.arg(0, "pointer"))
+    assert {"ptr", "x_ptr", "offs"} <= names, "load_tile's `ptr` is bound to the kernel's `x_ptr`"

@@ -22,8 +22,9 @@ SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
 
 
 def kernel(src: str, name: str | None = None):
-    """The facts of kernel ``name`` (or the only kernel) in a source snippet."""
-    ks = extract_file(HEADER + textwrap.dedent(src).lstrip())
+    """The facts of kernel ``name`` (or the only kernel) in a source snippet; a device
+    helper's facts too (predicates are asked of them: `KERNEL_ENTRY` must not hold)."""
+    ks = extract_file(HEADER + textwrap.dedent(src).lstrip(), helpers=True)
     assert ks, "no kernel extracted"
     if name is None:
         assert len(ks) == 1, [k.name for k in ks]
@@ -757,3 +758,263 @@ def test_host_calls_before_and_after_the_launch():
     assert not host.host_fp32_copies(lonely)
     assert host.calls_after_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []
     assert host.calls_before_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []
+
+
+def test_a_hit_in_a_folded_helper_names_the_helper():
+    from skel.skeletons import registry
+
+    path = SKELETONS / "fixtures" / "exp2_log2e_folding.py"
+    (k,) = [k for k in extract_file(path.read_text(), str(path)) if k.name == "softmax_via_helper"]
+    a = registry.get("exp2-log2e-folding").assess(k)
+    exp = [h for h in a.matched if h.condition == "natural-exp"]
+    assert exp and "helper `_row_softmax`" in str(exp[0])
+    src = path.read_text().splitlines()
+    assert all("tl.exp(" in src[line - 1] for line in exp[0].lines)
+
+
+def test_a_power_of_two_quantisation_scale_is_not_exp2_folding():
+    """#8: `tl.exp2(tl.ceil(tl.log2(...)))` made FP8 quant kernels evidence of exp2 folding."""
+    from skel.skeletons import registry
+
+    present = registry.get("exp2-log2e-folding").present
+    quant = kernel('''
+        @triton.jit
+        def per_group_quant_fp8(y_ptr, q_ptr, s_ptr, n, eps, fp8_max, UE8M0: tl.constexpr, BLOCK: tl.constexpr):
+            g = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            y = tl.load(y_ptr + g * BLOCK + cols, mask=cols < n, other=0.0).to(tl.float32)
+            y_s = tl.maximum(tl.max(tl.abs(y)), eps) / fp8_max
+            if UE8M0:
+                y_s = tl.exp2(tl.ceil(tl.log2(tl.abs(y_s))))
+            tl.store(q_ptr + g * BLOCK + cols, (y / y_s).to(q_ptr.dtype.element_ty), mask=cols < n)
+            tl.store(s_ptr + g, y_s)
+    ''')
+    assert not holds(present, quant)
+    gate = kernel('''
+        @triton.jit
+        def gated(g_ptr, o_ptr, BT: tl.constexpr):
+            o = tl.arange(0, BT)
+            b_g = tl.load(g_ptr + o)
+            tl.store(o_ptr + o, tl.exp2(b_g - tl.max(b_g, 0)))
+    ''')
+    assert holds(present, gate)
+
+
+def test_counting_tokens_per_expert_is_not_split_k():
+    """#8: a top-k / MoE routing `tl.atomic_add` marked a MoE kernel as using split-K."""
+    from skel.skeletons import registry
+
+    present = registry.get("split-k-reduction").present
+    counts = kernel('''
+        @triton.jit
+        def count_tokens_per_expert(topk_ids_ptr, counts_ptr, numel, E: tl.constexpr, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            experts = tl.arange(0, E)
+            cnt = tl.zeros([E], dtype=tl.int32)
+            for start in range(pid * BLOCK, numel, tl.num_programs(0) * BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                ids = tl.load(topk_ids_ptr + offs, mask=offs < numel, other=E)
+                cnt += tl.sum((ids[:, None] == experts[None, :]).to(tl.int32), 0)
+            tl.atomic_add(counts_ptr + experts, cnt)
+    ''')
+    assert not holds(present, counts)
+    split = kernel('''
+        @triton.jit
+        def gemv_split(x_ptr, w_ptr, y_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+            pid_n = tl.program_id(0)
+            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+            for k0 in range(tl.program_id(1) * BLOCK_K, K, tl.num_programs(1) * BLOCK_K):
+                rk = k0 + tl.arange(0, BLOCK_K)
+                x = tl.load(x_ptr + rk, mask=rk < K, other=0.0)
+                w = tl.load(w_ptr + rn[:, None] * K + rk[None, :])
+                acc += tl.sum(w * x[None, :], 1)
+            tl.atomic_add(y_ptr + rn, acc, mask=rn < N)
+    ''')
+    assert holds(present, split)
+
+
+TABLE_LAUNCHED = '''
+    @triton.jit
+    def moe_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                 BLOCK_SIZE_K: tl.constexpr):
+        rm = tl.program_id(0) * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        rn = tl.program_id(1) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_SIZE_K):
+            rk = k + tl.arange(0, BLOCK_SIZE_K)
+            a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rk[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=rk[:, None] < K, other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+'''
+
+
+@pytest.mark.parametrize("launcher,tuned", [
+    ("meta = get_moe_config(M, E)\n    moe_gemm[grid](a, b, c, M, N, K, **meta)", True),
+    ("p = {'BLOCK_SIZE_M': 64, 'BLOCK_SIZE_N': 64, 'BLOCK_SIZE_K': 32}\n    moe_gemm[grid](a, b, c, M, N, K, **p)",
+     True),
+    ("moe_gemm[grid](a, b, c, M, N, K, **_BEST[str(M)])", True),  # a module table read from JSON
+    ("moe_gemm[grid](a, b, c, M, N, K, **config)", True),  # named as a config
+    ("kw = {'BLOCK_SIZE_M': 64}\n    moe_gemm[grid](a, b, c, M, N, K, **kw, num_warps=4)", True),
+    ("kw = {'num_warps': 8}\n    moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, "
+     "BLOCK_SIZE_K=32, **kw)", False),  # hand-set values: what autotuning replaces
+    ("moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)", False),
+])
+def test_launch_config_from_a_tuned_table(launcher, tuned):
+    from skel.skeletons.conditions import LAUNCH_CONFIG_DICT
+
+    src = textwrap.dedent(TABLE_LAUNCHED) + "\n\n_BEST = json.load(open('best.json'))\n\n\n" \
+        "def launch(a, b, c, M, N, K, E, grid, config):\n    " + launcher + "\n"
+    k = kernel("import json\n" + src)
+    assert holds(LAUNCH_CONFIG_DICT, k) is tuned
+    if tuned:
+        (hit,) = LAUNCH_CONFIG_DICT.check(k)
+        assert hit.lines == tuple(ln.line for ln in k.launches)
+
+
+def test_json_config_tables_beside_the_file(tmp_path):
+    """configs/*.json beside the file (set by the miner's sources and by `skel suggest`):
+    autotune-configs, num-stages-pipelining and hardware-tiered-launch are not suggested
+    for a kernel launched from elsewhere or with a `**` dict; they are for a literal launch."""
+    from skel.retriever.suggest import suggest
+    from skel.skeletons.conditions import LAUNCH_CONFIG_DICT
+
+    k = kernel(TABLE_LAUNCHED)
+    assert not holds(LAUNCH_CONFIG_DICT, k)
+    k.config_tables = ["E=8,N=14336,device_name=NVIDIA_H200.json"]
+    assert holds(LAUNCH_CONFIG_DICT, k)
+    f = tmp_path / "moe.py"
+    f.write_text(HEADER + textwrap.dedent(TABLE_LAUNCHED))
+    tuning = {"autotune-configs", "num-stages-pipelining", "hardware-tiered-launch"}
+    before = {s.id for s in suggest(f, k=40)[0].suggestions}
+    assert tuning & before, before
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "E=8,N=14336.json").write_text("{}")
+    after = {s.id for s in suggest(f, k=40)[0].suggestions}
+    assert not tuning & after and after == before - tuning
+
+
+def test_authors_notes_rule_a_technique_out(tmp_path):
+    """#8: a docstring or comment in the kernel, its module or its launcher that rules a
+    technique out removes that suggestion; the result says what was dropped, with the quote."""
+    from skel.retriever import render
+    from skel.retriever.suggest import suggest
+    from skel.skeletons import registry
+
+    src = textwrap.dedent(TABLE_LAUNCHED)
+    plain = tmp_path / "plain.py"
+    plain.write_text(HEADER + src)
+    before = {s.id for s in suggest(plain, k=40)[0].suggestions}
+    assert "num-stages-pipelining" in before
+    warned = tmp_path / "warned.py"
+    warned.write_text('"""MoE GEMM.\n\nKeep the default pipelining: num_stages > 1 miscompiles on MI300."""\n'
+                      + HEADER + src)
+    (r,) = suggest(warned, k=40)
+    assert {s.id for s in r.suggestions} == before - {"num-stages-pipelining"}
+    (d,) = r.dropped
+    assert d == {"id": "num-stages-pipelining", "line": 1,
+                 "quote": "Keep the default pipelining: num_stages > 1 miscompiles on MI300."}
+    assert "dropped: num-stages-pipelining" in render.text([r]) and '"dropped"' in render.as_json([r])
+    # a mention without a negative word, or a negative word about something else, rules nothing out
+    sk = registry.get("num-stages-pipelining")
+    k = kernel(src)
+    k.notes = [{"line": 1, "text": "num_stages=3 is what the table picks. The mask is wrong for odd K."}]
+    assert sk.ruled_out(k) is None
+    k.notes = [{"line": 7, "text": "Do not raise num_stages: it hangs on gfx90a."}]
+    assert sk.ruled_out(k) == (7, "Do not raise num_stages: it hangs on gfx90a.")
+
+
+def test_notes_come_from_the_kernel_its_helpers_its_launcher_and_its_module():
+    k = kernel('''
+        """Module docstring: TMA is slower for these shapes."""
+        # a module-level comment
+
+        @triton.jit
+        def _helper(x):
+            # exp2 is less accurate here
+            return tl.exp(x)
+
+
+        # above the kernel: do not autotune
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            """The kernel's own docstring."""
+            offs = tl.arange(0, BLOCK)  # a trailing note
+            tl.store(x_ptr + offs, _helper(tl.load(x_ptr + offs)))
+
+
+        # above another function: not the module's
+        def launch(x):
+            """The launcher's docstring."""
+            kern[(1,)](x, x.numel(), BLOCK=128)
+
+
+        def unrelated(x):
+            # not about kern
+            return x
+    ''', "kern")
+    texts = [n["text"] for n in k.notes]
+    for want in ("Module docstring: TMA is slower for these shapes.", "a module-level comment",
+                 "exp2 is less accurate here", "above the kernel: do not autotune", "The kernel's own docstring.",
+                 "a trailing note", "The launcher's docstring.", "above another function: not the module's"):
+        assert want in texts, (want, texts)
+    assert "not about kern" not in texts
+    src = (HEADER + textwrap.dedent('''
+        """Module docstring: TMA is slower for these shapes."""
+    ''').lstrip()).splitlines()
+    assert any(n["line"] == len(src) and "TMA" in n["text"] for n in k.notes)
+
+
+def test_the_miner_counts_a_ruled_out_skeleton_as_not_fitting():
+    """`fits` (what would be suggested, the rarity statistic) drops what the notes rule out,
+    as `skel suggest` does."""
+    from skel.miner.mine import tag
+
+    k = kernel(TABLE_LAUNCHED)
+    assert "num-stages-pipelining" in tag(k)[1]
+    k.notes = [{"line": 1, "text": "num_stages > 1 miscompiles on MI300."}]
+    assert "num-stages-pipelining" not in tag(k)[1]
+
+
+def test_ruled_out_by_is_derived_from_the_id_unless_set():
+    from skel.skeletons import registry
+
+    hoist = registry.get("hoist-loop-invariant")
+    assert hoist.ruled_out_by == ()  # derived: pairs of the id's words
+    assert hoist.keywords().search("hoisting? no: do not hoist loop-invariant loads here")
+    assert hoist.keywords().search("the LOOP_INVARIANT part")
+    assert not hoist.keywords().search("the loop is invariant")  # words apart are not the name
+    auto = registry.get("autotune-configs")
+    assert auto.ruled_out_by and auto.keywords().search("Do not autotune: in-place")
+
+
+def test_a_grid_stride_loop_without_merged_partials_is_not_split_k():
+    """The split must be over a reduction dimension with partials merged by atomics or a
+    second pass: a grid-stride loop whose sum is written to a routed slot is neither."""
+    from skel.skeletons import registry
+
+    present = registry.get("split-k-reduction").present
+    routed = kernel('''
+        @triton.jit
+        def expert_load_sum(w_ptr, ids_ptr, out_ptr, n_tok, E: tl.constexpr, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            e = tl.load(ids_ptr + pid)
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for start in range(pid * BLOCK, n_tok, tl.num_programs(0) * BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                acc += tl.sum(tl.load(w_ptr + offs, mask=offs < n_tok, other=0.0)[None, :], 0)
+            tl.store(out_ptr + e * BLOCK + tl.arange(0, BLOCK), acc)
+    ''')
+    assert not holds(present, routed)
+    partial = kernel('''
+        @triton.jit
+        def column_partial_sums(x_ptr, part_ptr, M, N, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for row in range(pid, M, tl.num_programs(0)):
+                acc += tl.sum(tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)[None, :], 0)
+            tl.store(part_ptr + pid * N + cols, acc, mask=cols < N)
+    ''')
+    assert holds(present, partial)

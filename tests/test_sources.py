@@ -54,6 +54,7 @@ def as_rows(items) -> list[tuple]:
 def tricky_tree(root) -> None:
     """Good files, test files, skipped folders and every content-level skip reason."""
     write(root / "pkg" / "ops" / "scale.py", KERNEL.format(name="scale_kernel"))
+    write(root / "pkg" / "ops" / "configs" / "E=8,N=128,device_name=H200.json", '{"1": {"BLOCK_SIZE_M": 16}}\n')
     write(root / "pkg" / "__init__.py", "")
     write(root / "pkg" / "a.py", "x = 1\n")
     write(root / "pkg" / "z" / "deep.py", "y = 2\n")
@@ -253,3 +254,49 @@ def test_mine_takes_a_source(tmp_path, kb):
     assert isinstance(DirectorySource(tmp_path), Source)
     with pytest.raises(TypeError, match="takes a Source"):
         mine(tmp_path, kb)
+
+
+def test_tuned_config_tables_beside_a_file_travel_with_it(tmp_path, git):
+    """JSON launch-config tables in `configs/` beside a kernel file (vLLM/SGLang fused MoE)
+    reach its facts from every source, and change its digest (re-mined when they appear)."""
+    repo = tmp_path / "repo"
+    tricky_tree(repo)
+    git(repo, "init", "-q")
+    commit(git, repo, "tree")
+    single = repo / "pkg" / "ops" / "scale.py"
+    for src in (DirectorySource(repo), GitSource(repo, "HEAD"), DirectorySource(single), GitSource(single, "HEAD")):
+        files = {i.rel: i for i in src.items() if isinstance(i, walk.SourceFile)}
+        scale = next(f for rel, f in files.items() if rel.endswith("scale.py"))
+        assert scale.config_tables == ["E=8,N=128,device_name=H200.json"], src
+        assert all(not f.config_tables for rel, f in files.items() if not rel.endswith("scale.py"))
+    plain = walk.decode("pkg/ops/scale.py", single.read_bytes())
+    assert plain.digest != next(i for i in DirectorySource(single).items()).digest
+
+
+TILED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tiled_copy(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    for start in range(0, N, BLOCK_SIZE):
+        offs = start + tl.arange(0, BLOCK_SIZE)
+        tl.store(y_ptr + pid * N + offs, tl.load(x_ptr + pid * N + offs, mask=offs < N) * 2, mask=offs < N)
+'''
+
+
+def test_mined_kernels_beside_config_tables_are_not_launch_tuning_candidates(tmp_path, kb, hash_embedder):
+    """A kernel whose folder keeps tuned JSON configs (launched elsewhere) is not counted as
+    fitting autotune-configs; the same kernel without the tables is, and adding the tables
+    re-mines the file."""
+    write(tmp_path / "repo" / "ops" / "copy.py", TILED)
+    mine(DirectorySource(tmp_path / "repo"), kb, embedder=hash_embedder, jobs=1)
+    (rec,) = kb.kernels(where={"source": "repo"})
+    assert "autotune-configs" in rec.applicable
+    write(tmp_path / "repo" / "ops" / "configs" / "N=4096,device_name=H200.json", "{}\n")
+    report = mine(DirectorySource(tmp_path / "repo"), kb, embedder=hash_embedder, jobs=1)
+    assert report.kernels_written == 1
+    (rec,) = kb.kernels(where={"source": "repo"})
+    assert "autotune-configs" not in rec.applicable

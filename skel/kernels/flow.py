@@ -276,9 +276,33 @@ class Flow:
         self.ok = syntax is not None
         if syntax is None:
             return
-        self._pos = syntax.positions
+        helpers = list(getattr(syntax, "helpers", ()) or ())
+        self._pos = _Joined([syntax.positions] + [pos for _, pos in helpers]) if helpers else syntax.positions
         self._branch: tuple[tuple[int, int], ...] = ()
         self._body(syntax.node.body, ())
+        self._inline(helpers)
+
+    def _inline(self, helpers) -> None:
+        """Device helpers the kernel calls (``KernelFacts.folded``), walked as if inlined:
+        each parameter is defined as what the first call site passes, and the helper's
+        statements sit in the loops around that call (lines stay the helper's own)."""
+        seen: set[str] = set()
+        for node, _ in helpers:
+            name = node.name.value
+            site = next((c for c in self.calls if c.name == name), None)
+            if site is None or name in seen:
+                continue
+            seen.add(name)
+            params = [p.name.value for p in node.params.params]
+            bound = dict(zip(params, positional(site.node)))
+            bound.update({a.keyword.value: a.value for a in site.node.args
+                          if a.keyword is not None and a.keyword.value in params})
+            for param, value in bound.items():
+                if not (isinstance(value, cst.Name) and value.value == param):
+                    self.defs.setdefault(param, []).append(Def(param, value, site.line, site.loops))
+            self._branch = site.branch
+            self._body(node.body, site.loops)
+            self._branch = ()
 
     # --- collection -----------------------------------------------------------------------
     def _line(self, node: Node) -> int:
@@ -415,6 +439,30 @@ class Flow:
         return self.named("tl.load")
 
 
+class _Joined:
+    """The positions of a kernel and of the helpers inlined into its flow: each node's
+    lines and text come from the tree it belongs to."""
+
+    def __init__(self, parts: list) -> None:
+        self.parts = parts
+
+    def _of(self, node: Node):
+        key = id(node)
+        for p in self.parts:
+            if key in p.spans:
+                return p
+        return self.parts[0]
+
+    def line(self, node: Node) -> int:
+        return self._of(node).line(node)
+
+    def last_line(self, node: Node) -> int:
+        return self._of(node).last_line(node)
+
+    def source(self, node: Node) -> str:
+        return self._of(node).source(node)
+
+
 def _last_block(stmt: Node):
     """The block a compound statement ends with (its `else`/`finally` when present)."""
     if isinstance(stmt, (cst.For, cst.While)):
@@ -438,7 +486,8 @@ def flow_of(k) -> Flow:
 
     Facts read back from the cache or the store carry no tree; for them the kernel's own
     source is parsed again (the only second parse, and one the miner never needs: it tags
-    kernels in the process that parsed them)."""
+    kernels in the process that parsed them). That source holds the kernel alone, so such a
+    view does not inline its device helpers (the facts still hold their folded calls)."""
     syntax = k.syntax
     if syntax is None:
         syntax = k.syntax = _reparse(k)
@@ -453,7 +502,7 @@ def _reparse(k):
     from skel.kernels.triton import ParseError, extract_file
 
     try:
-        found = extract_file(textwrap.dedent(k.source), k.path)
+        found = extract_file(textwrap.dedent(k.source), k.path, helpers=True)
     except ParseError:
         return None
     for other in found:

@@ -76,6 +76,10 @@ class Launch:
     host_calls: list[str] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)  # identifiers read in that function
     star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
+    # for each `**` argument, where its dict comes from: what the launching function last
+    # assigned to it (`get_config(M, E)`, `{"BLOCK_SIZE_M": 64, "num_warps": 4}`), else the
+    # module constant of that name, else the expression itself
+    star_sources: list[str] = field(default_factory=list)
     # canonical names of the launching function's calls before and after this launch, in
     # source order (method calls keep their receiver: `y.add_`): what the host does to the
     # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)
@@ -121,6 +125,28 @@ class KernelFacts:
     # the accelerator the file is written for when its path or imports say so ("npu",
     # "mlu", ...); "" when it looks like ordinary CUDA/ROCm Triton
     backend_hint: str = ""
+    # `@triton.jit` device helpers of the same file this kernel calls (transitively), by
+    # name -> [first line, last line]: their calls, loops, assignments, names and constants
+    # are folded into this kernel's (with the helper's own line numbers), so a technique
+    # that lives in a helper is seen in the kernel that runs it
+    folded: dict[str, list[int]] = field(default_factory=dict)
+    # JSON tables of tuned launch configs beside the kernel's file (`configs/*.json`), set
+    # by whoever knows the file's folder (the miner, `skel suggest`); the extractor reads
+    # source text only
+    config_tables: list[str] = field(default_factory=list)
+    returns_value: bool = False  # a `return <value>` in the body (device helpers return)
+    # what the authors wrote about this kernel, {"line", "text"} each: comments and
+    # docstrings in the kernel (the comment right above it included), in the helpers it
+    # calls, in the functions that launch it, and the module's own (its docstring, and
+    # top-level comments not placed above another function)
+    notes: list[dict] = field(default_factory=list)
+
+    def helper_at(self, line: int) -> str:
+        """The folded helper whose lines hold ``line`` ("" when it is the kernel's own)."""
+        for name, (start, end) in self.folded.items():
+            if start <= line <= end:
+                return name
+        return ""
 
     # --- convenience queries used by conditions -------------------------------------
     def calls_named(self, *names: str) -> list[Call]:
@@ -218,3 +244,6 @@ class Syntax:
     positions: Any  # skel.kernels.positions.Positions
     aliases: Any  # skel.kernels.triton.Aliases (canonical names for calls)
     flow: Any = None  # skel.kernels.flow.Flow, built on first use
+    # the device helpers folded into this kernel: (function node, its Positions) each; the
+    # data-flow view walks them as if inlined (facts read back from a store have none)
+    helpers: list = field(default_factory=list)

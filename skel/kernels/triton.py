@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import gc
 import re
+from dataclasses import replace
 
 import libcst as cst
 
+from skel.kernels.comments import block_end, notes_of
 from skel.kernels.dtypes import value_dtype
 from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, Syntax
 from skel.kernels.positions import Positions
@@ -41,6 +43,10 @@ class Aliases:
 
     def __init__(self) -> None:
         self.map: dict[str, str] = {"triton": "triton", "tl": "tl"}
+        # `jit` names imported from the project itself; they count as `triton.jit` only
+        # in a file that imports triton (a stray `from utils import jit` elsewhere is not)
+        self.project_jit: set[str] = set()
+        self.imports_triton = False
 
     def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -49,14 +55,34 @@ class Aliases:
                 local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else full
                 if full.startswith("triton"):
                     self.map[local] = self._canon(full)
+                    self.imports_triton = True
             return
         module = dotted(node.module) if node.module else ""
-        if not module.startswith("triton") or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
+        if not module.startswith("triton"):
+            self._project_jit(node, module)
+            return
+        self.imports_triton = True
         for a in node.names:
             name = dotted(a.name)
             local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else name
             self.map[local] = self._canon(f"{module}.{name}")
+
+    def _project_jit(self, node: cst.ImportFrom, module: str) -> None:
+        """``from .. import jit`` / ``from .utils import jit``: a project re-export of
+        ``triton.jit`` (serving code wraps it to add its own hooks). A ``jit`` from another
+        compiler (numba, jax, torch ...) is not one."""
+        relative = bool(node.relative)
+        if not relative and module.split(".")[0] in _OTHER_JITS:
+            return
+        assert not isinstance(node.names, cst.ImportStar)
+        for a in node.names:
+            if dotted(a.name) != "jit":
+                continue
+            local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else "jit"
+            if relative or module:
+                self.project_jit.add(local)
 
     @staticmethod
     def _canon(full: str) -> str:
@@ -70,12 +96,16 @@ class Aliases:
         head, _, rest = name.partition(".")
         base = self.map.get(head)
         if base is None:
+            if not rest and head in self.project_jit and self.imports_triton:
+                return "triton.jit"
             return name
         full = f"{base}.{rest}" if rest else base
         return self._canon(full) if full.startswith("triton.language") else full
 
 
 _JIT = {"triton.jit"}
+#: compilers whose `jit` decorator is not Triton's: `from numba import jit` is not a kernel
+_OTHER_JITS = {"numba", "jax", "torch", "cupy", "taichi", "mlx", "tensorflow", "numpy", "pythran", "warp"}
 _KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 
 
@@ -179,6 +209,11 @@ class _KernelVisitor(Walker):
         self.walk(node.params)
         self.walk(node.body)
         return False
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        if node.value is not None:
+            self.f.returns_value = True
+        return True
 
     def _decorator(self, dec: cst.Decorator) -> Decorator:
         name = _decorator_name(dec, self.al)
@@ -349,8 +384,10 @@ class _HostVisitor(Walker):
     ``def grid(meta)`` in the launching function or at module level.
     """
 
-    def __init__(self, aliases: Aliases, grid_funcs: set[str]) -> None:
+    def __init__(self, aliases: Aliases, grid_funcs: set[str], constants: dict[str, str] | None = None) -> None:
         self.al = aliases
+        self.constants = constants or {}  # module-level `NAME = <expr>` (source text)
+        self._host_assigns: dict[str, str] = {}  # the launching function's `name = value`, latest first
         self.grid_funcs = grid_funcs  # module-level callables usable as grids
         self.launches: list[Launch] = []
         self.calls: set[str] = set()
@@ -371,6 +408,7 @@ class _HostVisitor(Walker):
             self._first_launch = len(self.launches)
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
             self._host_seq, self._launch_nodes = [], {}
+            self._host_assigns = {}
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -389,6 +427,10 @@ class _HostVisitor(Walker):
         self._top, self.function = None, ""
 
     def visit_Assign(self, node: cst.Assign) -> bool:
+        if self._top is not None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self._host_assigns[t.target.value] = host_code(node.value, 400)
         if isinstance(node.value, cst.Lambda):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
@@ -413,6 +455,7 @@ class _HostVisitor(Walker):
                     kwargs=kwargs, host_function=self.function,
                     star_kwargs=[host_code(a.value) for a in node.args if a.star == "**"],
                 )
+                launch.star_sources = [self._star_source(a.value) for a in node.args if a.star == "**"]
                 self.launches.append(launch)
                 if self._top is not None:
                     self._launch_nodes[id(node)] = [launch, len(self._host_seq), len(self._host_seq)]
@@ -425,6 +468,22 @@ class _HostVisitor(Walker):
                     self._host_seq.append(name)
         return True
 
+    def _star_source(self, value: cst.BaseExpression) -> str:
+        """Where a `**config` dict comes from: the value the launching function last
+        assigned to that name (`get_config(M, E)`, a dict literal), else the module
+        constant of that name, else the expression itself (`configs[key]`, `self.cfg`)."""
+        name = dotted(value)
+        if name in self._host_assigns:
+            text = self._host_assigns[name]
+        elif name in self.constants:
+            text = self.constants[name]
+        else:
+            text = host_code(value, 400)
+        # the module tables it reads, spelled out: `_TUNED[str(M)]` -> `... [_TUNED = json.load(f)]`
+        tables = [f"[{n} = {self.constants[n]}]" for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", text))
+                  if n in self.constants and n != name]
+        return " ".join([text, *tables])
+
     def leave_Call(self, node: cst.Call) -> None:
         entry = self._launch_nodes.get(id(node))
         if entry is not None:  # calls inside the launch's own arguments are neither before nor after
@@ -435,8 +494,12 @@ class ParseError(Exception):
     """The file is not valid Python (or not parseable by libcst)."""
 
 
-def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
-    """All Triton kernels in ``source``, with their facts. Raises ParseError."""
+def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) -> list[KernelFacts]:
+    """All Triton kernels in ``source``, with their facts. Raises ParseError.
+
+    ``@triton.jit`` device helpers (see :func:`device_helpers`) are not kernels: their
+    facts are folded into the kernels that call them, and they are left out of the result
+    unless ``helpers`` is set."""
     if not KERNEL_HINT.search(source):
         return []
     global PARSES
@@ -452,9 +515,152 @@ def extract_file(source: str, path: str = "<string>") -> list[KernelFacts]:
     # hands it back as it was.
     gc.freeze()
     try:
-        return _extract(module, source, path)
+        found = _extract(module, source, path)
     finally:
         gc.unfreeze()
+    if found:
+        _attach_notes(found, source)
+    helper_names = device_helpers(found)
+    # fold from each function's own facts, not from a helper already folded into
+    own = {h.name: replace(h, calls=list(h.calls), loops=list(h.loops), assigns=list(h.assigns), notes=list(h.notes),
+                           ifs=list(h.ifs)) for h in found}
+    for k in found:
+        _fold_helpers(k, {name: h for name, h in own.items() if name != k.name})
+        if k.folded and k.syntax is not None:
+            trees = [own[n].syntax for n in k.folded]
+            k.syntax.helpers = [(t.node, t.positions) for t in trees if t is not None]
+    return found if helpers else [k for k in found if k.name not in helper_names]
+
+
+# ---------------------------------------------------------------------------------------
+# device helpers
+# ---------------------------------------------------------------------------------------
+
+_POINTER_CALLS = {"tl.load", "tl.store", "tl.make_block_ptr", "tl.make_tensor_descriptor"}
+
+
+def _pointer_params(k: KernelFacts) -> set[str]:
+    """Parameters that memory is read or written through (directly or via local names)."""
+    params = {p.name for p in k.params if not p.constexpr}
+    out = {p.name for p in k.params if "pointer" in p.annotation}
+    defs: dict[str, set[str]] = {}
+    for a in k.assigns:
+        for t in a.targets:
+            defs.setdefault(t.strip(), set()).update(a.names)
+    for c in k.calls:
+        if c.name not in _POINTER_CALLS and not c.name.startswith("tl.atomic_"):
+            continue
+        text = c.args[0] if c.args else c.kwargs.get("pointer", c.kwargs.get("base", c.kwargs.get("ptr", "")))
+        names = set(re.findall(r"[A-Za-z_]\w*", text))
+        for _ in range(4):
+            names |= {n for x in list(names) for n in defs.get(x, ())}
+        out |= names & params
+    return out
+
+
+def device_helpers(found: list[KernelFacts]) -> set[str]:
+    """Names of the ``@triton.jit`` functions of one file that are device helpers, not
+    kernels. The rule, in order:
+
+    1. launched in the file (``name[grid](...)``): a kernel;
+    2. called from another ``@triton.jit`` function of the file: a helper (its facts are
+       folded into its callers);
+    3. called by no jit function of the file: a helper when it takes no pointer argument
+       (nothing is loaded or stored through a parameter) and returns a value — ``tanh``,
+       ``exp2`` or ``remap_xcd`` in a shared utilities module. A function that stores
+       through a pointer, or returns nothing, stays a kernel: it can only be launched.
+    """
+    names = {k.name for k in found}
+    called = {c.name for k in found for c in k.calls if c.name in names and c.name != k.name}
+    launched = {ln.kernel for k in found for ln in k.launches}
+    out = set()
+    for k in found:
+        if k.name in launched:
+            continue
+        if k.name in called or (k.returns_value and not _pointer_params(k)):
+            out.add(k.name)
+    return out
+
+
+def _fold_helpers(k: KernelFacts, others: dict[str, KernelFacts]) -> None:
+    """Fold the facts of the jit functions ``k`` calls (transitively) into ``k``. A call
+    inside one of ``k``'s loops puts the helper's calls, loops and assignments at that
+    loop depth; lines stay the helper's own (``KernelFacts.folded`` says which)."""
+    queue = [(c, c.loop_depth, c.loop_line) for c in k.calls if c.name in others]
+    while queue:
+        site, depth, loop_line = queue.pop(0)
+        name = site.name
+        if name in k.folded or name == k.name:
+            continue
+        h = others[name]
+        k.folded[name] = [h.line_start, h.line_end]
+        k.assigns.extend(_bind_params(h, site, depth, loop_line))
+        for c in h.calls:
+            k.calls.append(replace(c, loop_depth=c.loop_depth + depth, loop_line=c.loop_line or loop_line))
+            if c.name in others:
+                queue.append((c, c.loop_depth + depth, c.loop_line or loop_line))
+        k.loops.extend(replace(lp, depth=lp.depth + depth) for lp in h.loops)
+        k.assigns.extend(replace(a, loop_depth=a.loop_depth + depth, loop_line=a.loop_line or loop_line)
+                         for a in h.assigns)
+        k.ifs.extend(dict(i, loop_depth=i.get("loop_depth", 0) + depth) for i in h.ifs)
+        k.notes.extend(x for x in h.notes if not any(y["line"] == x["line"] for y in k.notes))
+        for lines_of, theirs_at in ((k.names, h.names), (k.attributes, h.attributes), (k.constants, h.constants)):
+            for key, line in theirs_at.items():
+                lines_of.setdefault(key, line)
+        for texts, theirs in ((k.var_dtypes, h.var_dtypes), (k.module_constants, h.module_constants)):
+            for key, text in theirs.items():
+                texts.setdefault(key, text)
+
+
+_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
+
+
+def _attach_notes(found: list[KernelFacts], source: str) -> None:
+    """Give each jit function the comments and docstrings that speak about it (see
+    ``KernelFacts.notes``). Helpers' notes reach the kernels calling them when folded."""
+    lines = source.splitlines()
+    notes = notes_of(source)
+    defs: dict[str, list[tuple[int, int]]] = {}  # function name -> its (def line, last line) ranges
+    tops: list[tuple[int, int]] = []  # top-level functions and classes, decorators included
+    for n, text in enumerate(lines, 1):
+        m = _DEF.match(text)
+        if m:
+            end = block_end(lines, n)
+            defs.setdefault(m.group(1), []).append((n, end))
+            if not text[0].isspace():
+                first = n
+                while first > 1 and lines[first - 2].startswith("@"):
+                    first -= 1
+                tops.append((first, end))
+    starts = {a for a, _ in tops} | {a for k in found for a in (k.line_start,)}
+
+    def owned(lo: int, hi: int) -> list[dict]:
+        # notes inside [lo, hi], and the comment block ending right above it
+        return [{"line": x.line, "text": x.text} for x in notes if lo <= x.line <= hi or x.end == lo - 1]
+
+    module = [{"line": x.line, "text": x.text} for x in notes
+              if x.indent == 0 and not any(a <= x.line <= b for a, b in tops) and x.end + 1 not in starts]
+    for k in found:
+        mine = owned(k.line_start, k.line_end)
+        for host in dict.fromkeys(ln.host_function for ln in k.launches if ln.host_function):
+            for a, b in defs.get(host, ()):
+                mine += owned(a, b)
+        k.notes = list({x["line"]: x for x in reversed(mine + module)}.values())[::-1]  # one per line
+
+
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def _bind_params(h: KernelFacts, site: Call, depth: int, loop_line: int) -> list[Assign]:
+    """The helper's parameters bound to what its first call site passes (`lo = 0`,
+    `hi = start_m * BLOCK_M`), at the call's line: a bound computed in the kernel and used
+    by a loop in the helper reads as the kernel's own."""
+    bound = list(zip((p.name for p in h.params), site.args)) + [
+        (p.name, site.kwargs[p.name]) for p in h.params if p.name in site.kwargs]
+    return [Assign(line=site.line, targets=[name], op="=", value=text,
+                   names=sorted(set(_IDENT.findall(text)) - {"tl", "triton"}),
+                   calls=[], loop_depth=depth, loop_line=loop_line)
+            for name, text in bound if text.strip() != name]
 
 
 def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
@@ -491,7 +697,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     if not kernels:
         return []
 
-    host = _HostVisitor(aliases, grid_funcs)
+    host = _HostVisitor(aliases, grid_funcs, constants)
     for stmt in module.body:  # kernels themselves launch nothing: skip their bodies
         if not (isinstance(stmt, cst.FunctionDef) and stmt in kernels):
             host.walk(stmt)

@@ -62,19 +62,20 @@ class MineReport:
 
 # --- facts, cached by content hash -----------------------------------------------------
 
-def _extract(job: tuple[str, str]) -> tuple[str, list[dict] | str]:
+def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
     """Worker: one file's kernels — facts, the techniques each uses and the skeletons that
     would be suggested for it — or an error string. Never raises.
 
     Tagging happens here, beside the parse, because conditions read the data-flow view
     built from the parsed tree: the file is parsed once, and only plain data crosses the
     process boundary and lands in the cache."""
-    rel, text = job
+    rel, text, tables = job
     from skel.kernels.triton import ParseError, extract_file
 
     try:
         out = []
         for k in extract_file(text, rel):
+            k.config_tables = list(tables)
             uses, fits = tag(k)
             out.append({"facts": k.to_dict(), "uses": uses, "fits": fits})
         return rel, out
@@ -149,7 +150,7 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             # largest files first keeps both workers busy until the end
             order = sorted(todo, key=lambda f: -len(f.text))
-            for rel, value in pool.map(_extract, [(f.rel, f.text) for f in order], chunksize=2):
+            for rel, value in pool.map(_extract, [(f.rel, f.text, f.config_tables) for f in order], chunksize=2):
                 results[rel] = value
                 cache.put(by_rel[rel].digest, value)
                 done += 1
@@ -157,7 +158,7 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
                     progress(done, total, rel)
     else:
         for f in todo:
-            rel, value = _extract((f.rel, f.text))
+            rel, value = _extract((f.rel, f.text, f.config_tables))
             results[rel] = value
             cache.put(f.digest, value)
             done += 1
@@ -179,7 +180,7 @@ def tag(kernel: KernelFacts) -> tuple[list[str], list[str]]:
         a = s.assess(kernel)
         if a.present is not None:
             uses.append(s.id)
-        elif a.applies:
+        elif a.applies and s.ruled_out(kernel) is None:  # as `skel suggest` would drop it
             fits.append(s.id)
     return uses, fits
 

@@ -210,8 +210,19 @@ class GitSource(Source):
         return entries
 
     def items(self) -> Iterator[Item]:
+        from skel.kernels.configs import CONFIG_TABLE_DIR, config_tables_in
+
         plan: list[tuple[str, str | Item]] = []  # (rel, object to read | decided item)
-        for mode, kind, obj, size, rel in self._entries():
+        entries = self._entries()
+        tables = config_tables_in([e[4] for e in entries if e[1] == "blob"])
+        if self.is_file:  # the listing holds the file alone: read the configs/ folder beside it
+            parent = self.subpath.rpartition("/")[0]
+            try:
+                beside = self._ls_tree(f"{self.commit}:{parent + '/' if parent else ''}{CONFIG_TABLE_DIR}", False)
+            except OSError:
+                beside = []
+            tables = {"": sorted(e[4] for e in beside if e[1] == "blob" and e[4].endswith(".json"))[:8]}
+        for mode, kind, obj, size, rel in entries:
             *dirs, base = rel.split("/")
             if any(walk.skip_dir(d) for d in dirs):
                 continue
@@ -234,8 +245,11 @@ class GitSource(Source):
                     yield what
                     continue
                 data = next(blobs)
-                yield walk.decode(rel, data) if data is not None else \
+                item = walk.decode(rel, data) if data is not None else \
                     Skipped(rel, "unreadable: object missing from the repository")
+                if isinstance(item, SourceFile):
+                    item.with_tables(tables.get(rel.rpartition("/")[0], []))
+                yield item
         finally:
             blobs.close()  # stops git at once when the caller stops early
 

@@ -17,7 +17,7 @@ import errno
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -34,6 +34,15 @@ class SourceFile:
     text: str
     digest: str
     is_test: bool
+    # JSON tables of tuned launch configs in a `configs/` folder beside the file: they
+    # change what is suggested for its kernels, so they are part of its digest
+    config_tables: list[str] = field(default_factory=list)
+
+    def with_tables(self, tables: list[str]) -> "SourceFile":
+        if tables:
+            self.config_tables = list(tables)
+            self.digest = hashlib.sha1(f"{self.digest}\0{','.join(tables)}".encode()).hexdigest()
+        return self
 
 
 @dataclass
@@ -105,7 +114,12 @@ def _read(path: Path, rel: str) -> SourceFile | Skipped:
         if exc.errno == errno.ENOENT and path.is_symlink():
             return Skipped(rel, "broken symlink")
         return Skipped(rel, f"unreadable: {exc.strerror or exc}")
-    return decode(rel, data)
+    item = decode(rel, data)
+    if isinstance(item, SourceFile):
+        from skel.kernels.configs import config_tables_beside
+
+        item.with_tables(config_tables_beside(path))
+    return item
 
 
 # --- the rules every source applies ------------------------------------------------------

@@ -27,6 +27,12 @@ def _verified_line(s: Suggestion) -> str:
     return f"{s.status}: {s.verification.line}"
 
 
+def _dropped_lines(r: KernelResult) -> list[str]:
+    """Skeletons left out because the authors' notes rule them out, with their words."""
+    return [f"  dropped: {d['id']} — ruled out by the authors (line {d['line']}): \"{d['quote']}\""
+            for d in r.dropped]
+
+
 def text(results: list[KernelResult], show_template: bool = True) -> str:
     out: list[str] = []
     for r in results:
@@ -35,6 +41,7 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
             out.append(f"{head}\n  no skeleton applies ({r.considered} checked)"
                        + (f"; already uses: {', '.join(r.present)}" if r.present else ""))
             out.extend(f"  note: {note}" for note in r.notes)
+            out.extend(_dropped_lines(r))
             out.append("")
             continue
         out.append(f"{head}\n  {len(r.suggestions)} suggestion(s) from {r.considered} skeletons; "
@@ -43,6 +50,7 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
             out.append(f"  already uses: {', '.join(r.present)}")
         for note in r.notes:
             out.append(f"  note: {note}")
+        out.extend(_dropped_lines(r))
         for i, s in enumerate(r.suggestions, 1):
             out.append("")
             out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}; score {s.score:.2f}]")
@@ -74,6 +82,8 @@ def markdown(results: list[KernelResult]) -> str:
             out.append(f"Already uses: {', '.join(f'`{p}`' for p in r.present)}.")
         for note in r.notes:
             out.append(f"> {note}")
+        out.extend(f"> dropped `{d['id']}`: ruled out by the authors (line {d['line']}): \"{d['quote']}\""
+                   for d in r.dropped)
         if not r.suggestions:
             out.append(f"No skeleton applies ({r.considered} checked).")
             out.append("")

@@ -105,6 +105,9 @@ class KernelResult:
     suggestions: list[Suggestion]
     store_kernels: int
     notes: list[str] = field(default_factory=list)
+    # skeletons that would apply but that the authors' own notes rule out, with their words:
+    # {"id", "line", "quote"} each (see `Skeleton.ruled_out`)
+    dropped: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -115,6 +118,7 @@ class KernelResult:
 
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
+    from skel.kernels.configs import config_tables_beside
     from skel.kernels.triton import ParseError, extract_file
 
     p = Path(path)
@@ -133,14 +137,32 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     except ParseError as exc:
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
     if not kernels:
-        raise SuggestError(f"{p}: no @triton.jit kernel found")
+        raise SuggestError(f"{p}: no @triton.jit kernel found" + _helpers_only(text, p))
+    tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
+    for k in kernels:
+        k.config_tables = tables
     if kernel:
         chosen = [k for k in kernels if k.name == kernel]
         if not chosen:
+            host = [k.name for k in kernels if kernel in k.folded]
+            if host:
+                raise SuggestError(f"{p}: {kernel!r} is a @triton.jit device helper, folded into the kernel(s) "
+                                   f"that call it: {', '.join(host)}")
             names = ", ".join(k.name for k in kernels)
             raise SuggestError(f"{p}: no kernel named {kernel!r} (found: {names})")
         return chosen
     return kernels
+
+
+def _helpers_only(text: str, p: Path) -> str:
+    """The reason a file with `@triton.jit` functions has no kernel: all are device helpers."""
+    from skel.kernels.triton import extract_file
+
+    helpers = [k.name for k in extract_file(text, str(p), helpers=True)]
+    if not helpers:
+        return ""
+    return (f" (only device helpers: {', '.join(helpers[:6])}; they take no pointer and return a value, "
+            "so they are judged inside the kernels that call them)")
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -178,11 +200,11 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                      "pass --backend to override")
     assessments = [s.assess(kf, target) for s in all_skeletons()]
     present = [a.skeleton.id for a in assessments if a.present is not None]
-    candidates = [a for a in assessments if a.applies]
+    candidates, dropped = _ruled_out_by_authors([a for a in assessments if a.applies], kf)
     total = kb.count() if kb is not None else 0
     result = KernelResult(kernel=kf.name, path=kf.path, line_start=kf.line_start, line_end=kf.line_end,
                           present=present, considered=len(assessments), suggestions=[], store_kernels=total,
-                          notes=notes)
+                          notes=notes, dropped=dropped)
     if not candidates:
         return result
 
@@ -253,6 +275,21 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)
     return result
+
+
+def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list[dict]]:
+    """Leave out what the kernel's authors ruled out in a comment or docstring ("num_stages
+    > 1 miscompiles on MI300"): they measured or hit it; a suggestion repeating it is noise.
+    Removed, not demoted — every skeleton here adds a technique the kernel lacks, and the
+    authors say it does not work for them; the dropped ones are reported with the quote."""
+    kept, dropped = [], []
+    for a in candidates:
+        why = a.skeleton.ruled_out(kf)
+        if why is None:
+            kept.append(a)
+        else:
+            dropped.append({"id": a.skeleton.id, "line": why[0], "quote": why[1]})
+    return kept, dropped
 
 
 def _warnings(report: StatusReport) -> list[str]:

@@ -19,7 +19,7 @@ store (mined occurrences, verification runs) and is never written by hand.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Callable
 
@@ -190,6 +190,13 @@ class Skeleton:
     env: Env = field(default_factory=Env)
     helps: tuple[str, ...] = ()  # profile bounds it addresses: memory / compute / latency / occupancy
     module: str = ""
+    # Regexes naming the technique in prose. A sentence of the authors' notes (comments and
+    # docstrings of the kernel, its helpers, its launcher, its module) that matches one of
+    # them *and* a negative word ("num_stages > 1 miscompiles on MI300", "do not autotune:
+    # in-place") rules the technique out for that kernel. Empty: derived from the id's words
+    # (`num-stages-pipelining` -> "num stages", "stages pipelining"); set it where those
+    # words are ambiguous or not how people write about the technique.
+    ruled_out_by: tuple[str, ...] = ()
 
     @property
     def before(self) -> str:
@@ -210,10 +217,58 @@ class Skeleton:
             else:
                 matched.extend(hits)
         env_ok, notes = self.env.check(target or Target())
+        if k.folded:
+            present = None if present is None else [_in_helper(h, k) for h in present]
+            matched = [_in_helper(h, k) for h in matched]
         return Assessment(self, k.name, present, matched, failed, env_ok, notes)
 
     def section(self, heading: str) -> str:
         return doc_sections(self.doc).get(heading, "")
+
+    def keywords(self) -> re.Pattern[str]:
+        """How prose names the technique: ``ruled_out_by``, else pairs of the id's words."""
+        words = self.ruled_out_by or _id_phrases(self.id)
+        return re.compile("|".join(f"(?:{w})" for w in words), re.I)
+
+    def ruled_out(self, k: "KernelFacts") -> tuple[int, str] | None:
+        """(line, the authors' sentence) when the kernel's notes rule the technique out."""
+        if not k.notes:
+            return None
+        words = self.keywords()
+        for note in k.notes:
+            for sentence in _SENTENCE.split(note["text"]):
+                if words.search(sentence) and NEGATIVE.search(sentence):
+                    return note["line"], sentence.strip()
+        return None
+
+
+#: Words with which authors rule a technique out in a comment or a docstring.
+NEGATIVE = re.compile(
+    r"miscompil\w*|\bslower\b|\bwrong\b|\bhang(s|ing)?\b|\bbreak(s|ing)?\b|\bbroken\b|\bavoid\w*|"
+    r"\bdon'?t\b|\bdo not\b|\bnot supported\b|\bunsupported\b|\bdisabl\w*|\bbug(s|gy)?\b|\bincorrect\w*|"
+    r"less accurate|\binaccura\w*|\bcrash\w*|\bregress\w*|\bno (speed ?up|benefit|gain)\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+#: id words too generic to name a technique on their own in a pair
+_FILLER = {"and", "of", "per", "the"}
+
+
+def _id_phrases(sid: str) -> tuple[str, ...]:
+    """`num-stages-pipelining` -> ("num[\\s_-]*stages", "stages[\\s_-]*pipelining"): adjacent
+    pairs of the id's words, as written in prose or code (spaces, underscores, hyphens)."""
+    words = [w for w in sid.split("-") if w not in _FILLER]
+    if len(words) == 1:
+        return (rf"\b{words[0]}\b",)
+    return tuple(rf"\b{a}[\s_-]*{b}\b" for a, b in zip(words, words[1:]))
+
+
+def _in_helper(h: Hit, k: "KernelFacts") -> Hit:
+    """A hit whose lines lie in a device helper folded into the kernel names the helper:
+    the lines are the helper's, not the kernel's."""
+    helpers = sorted({name for line in h.lines if (name := k.helper_at(line))})
+    if not helpers:
+        return h
+    where = ", ".join(f"`{n}`" for n in helpers)
+    return replace(h, detail=f"{h.detail} [in the `@triton.jit` helper {where} the kernel calls]")
 
 
 def doc_sections(doc: str) -> dict[str, str]:

@@ -30,6 +30,9 @@ class Hit:
     condition: str
     detail: str
     lines: tuple[int, ...] = ()
+    # the condition is about the kernel's signature (a parameter, a decorator): its lines
+    # are the header's; every other hit points at the statement that satisfied it
+    signature: bool = False
 
     def __str__(self) -> str:
         where = f" (line {', '.join(map(str, self.lines[:4]))})" if self.lines else ""
@@ -141,9 +144,23 @@ def param(pattern: str, *, constexpr: bool | None = None, describe: str | None =
         found = [p.name for p in k.params if rx.fullmatch(p.name) and (constexpr is None or p.constexpr == constexpr)]
         if not found:
             return None
-        return [Hit(label, f"{text}: {', '.join(found[:4])}", (k.line_start,))]
+        return [Hit(label, f"{text}: {', '.join(found[:4])}", param_lines(k, found), signature=True)]
 
     return Condition(label, text, test)
+
+
+def param_lines(k: KernelFacts, names: Iterable[str]) -> tuple[int, ...]:
+    """Where parameters are declared: the header line of each (its first occurrence), for
+    conditions about the signature."""
+    return tuple(sorted({k.names.get(n, k.line_start) for n in names}))
+
+
+def def_line(k: KernelFacts) -> int:
+    """The kernel's `def` line (below its decorators), for conditions about its name."""
+    for i, text in enumerate(k.source.splitlines()):
+        if re.match(rf"\s*(async\s+)?def\s+{re.escape(k.name)}\b", text):
+            return k.line_start + i
+    return k.line_start
 
 
 def uses_name(pattern: str, *, describe: str | None = None, name: str | None = None) -> Condition:
@@ -156,7 +173,11 @@ def uses_name(pattern: str, *, describe: str | None = None, name: str | None = N
         found = {n: line for n, line in k.names.items() if rx.fullmatch(n)}
         if not found:
             return None
-        return [Hit(label, f"{text}: {', '.join(sorted(found)[:4])}", tuple(sorted(found.values()))[:4])]
+        # a parameter's first occurrence is the header: such a hit is about the signature
+        body = {n: line for n, line in found.items() if k.param(n) is None}
+        shown = body or found
+        return [Hit(label, f"{text}: {', '.join(sorted(shown)[:4])}", tuple(sorted(shown.values()))[:4],
+                    signature=not body)]
 
     return Condition(label, text, test)
 
@@ -187,7 +208,7 @@ def decorated(dec: str, *, kw: str | None = None, describe: str | None = None,
                  and (where is None or where(d, k))]
         if not found:
             return None
-        return [Hit(label, text, tuple(d.line for d in found))]
+        return [Hit(label, text, tuple(d.line for d in found), signature=True)]
 
     return Condition(label, text, test)
 
@@ -234,40 +255,87 @@ def launched_with(kw: str, *, describe: str | None = None, name: str | None = No
     return Condition(label, text, test)
 
 
-def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] | bool | None]) -> Condition:
+def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] | bool | None], *,
+           signature: bool = False) -> Condition:
     """Any test of the facts. ``fn`` returns the lines that make it hold (or True), or a
-    falsy value when it does not hold."""
+    falsy value when it does not hold: the lines of the statements that satisfy it, never
+    the decorator or `def` line. ``signature``: the condition is about the kernel's
+    signature (a parameter, a decorator, the kernel's name), so its lines are the header's
+    (see ``param_lines``)."""
 
     def test(k: KernelFacts) -> list[Hit] | None:
         res = fn(k)
         if res is None or res is False:
             return None
         if res is True:
-            return [Hit(name, describe, ())]
+            return [Hit(name, describe, (), signature)]
         lines = tuple(sorted(set(res)))
-        return [Hit(name, describe, lines)] if lines else None
+        return [Hit(name, describe, lines, signature)] if lines else None
 
     return Condition(name, describe, test)
 
 
 ALWAYS = Condition("always", "any kernel", lambda k: [])
 
-#: Launch meta-parameters unpacked from a config dict (`kernel[grid](..., **config)`): in
-#: serving code that dict comes from an offline-tuned table or a dispatcher, so
-#: launch-tuning techniques are handled already (and static code cannot see the values).
-#: Only a dict *named* as a config counts: a plain `**kwargs` is usually a few hand-set
-#: values (Liger's DyT launcher), which is exactly what autotuning replaces.
+#: Launch meta-parameters supplied by a tuned table: `kernel[grid](..., **config)` where
+#: the dict comes from an offline-tuned lookup (`get_config(M, E)`,
+#: `try_get_optimal_moe_config(...)`, a JSON file the module loads), from a dict literal
+#: that sets launch keys (`num_warps`, `num_stages`, `BLOCK_SIZE_*`), or is simply named as
+#: one (`**config`, `**cfg`); or JSON config tables in a `configs/` folder beside the file
+#: for a kernel whose launch is not in sight or unpacks a dict. Serving code (vLLM, SGLang
+#: fused MoE) tunes these per GPU and shape offline, so autotuning, pipelining depth and
+#: hardware tiers are handled already — by the table, not by static code we can see.
+#: The skeletons that tune launches take `~LAUNCH_CONFIG_DICT` as a precondition: they are
+#: not suggested for such a kernel (rather than suggested with a caveat), because the
+#: table already is per-shape, per-GPU measurement — what `@triton.autotune` would add —
+#: and editing the kernel's launch would bypass the table the authors maintain; the failed
+#: precondition still says why in `skel suggest --json`.
+#: A plain `**kwargs` that none of this explains is usually a few hand-set values (Liger's
+#: DyT launcher), which is exactly what autotuning replaces.
 _CONFIG_DICT = re.compile(r"(?i)conf|cfg")
+_TABLE_LOOKUP = re.compile(r"(?i)(get|load|lookup|select|pick|find|best|optimal|tuned)\w*conf\w*\(|"
+                           r"conf\w*\[|json\.loads?\(|\b\w*tuned\w*\b|\btable\b")
+#: A dict literal written in the tuned-table format (the `BLOCK_SIZE_M/N/K`,
+#: `GROUP_SIZE_M` keys vLLM/SGLang tuning scripts write), or one fixing both `num_warps`
+#: and `num_stages`, is a table entry (or its default). One or two hand-picked values
+#: (`{"BLOCK_N": 1024, "num_warps": 8}`) are not: that is what autotuning replaces.
+_TABLE_KEYS = re.compile(r"""['"](BLOCK_SIZE_\w+|GROUP_SIZE_M)['"]\s*:""")
+
+
+def _table_entry(source: str) -> bool:
+    if not source.lstrip().startswith(("{", "dict(")):
+        return False
+    return bool(_TABLE_KEYS.search(source)) or (
+        bool(re.search(r"num_warps['\"]?\s*[:=]", source)) and bool(re.search(r"num_stages['\"]?\s*[:=]", source)))
+
+
+def _table_star(name: str, source: str) -> bool:
+    """One `**name` argument whose dict (``source``) comes from a tuned table."""
+    return bool(_CONFIG_DICT.search(name) or _TABLE_LOOKUP.search(source) or _table_entry(source))
 
 
 def _config_dict_launches(k) -> list[int]:
-    return [ln.line for ln in k.launches if any(_CONFIG_DICT.search(x) for x in ln.star_kwargs)]
+    out = []
+    for ln in k.launches:
+        sources = ln.star_sources or [""] * len(ln.star_kwargs)
+        if any(_table_star(n, src) for n, src in zip(ln.star_kwargs, sources)):
+            out.append(ln.line)
+    return out
+
+
+def _tuned_table(k) -> list[Hit] | None:
+    lines = _config_dict_launches(k)
+    if lines:
+        return [Hit("launch-config-dict", "launch config supplied by a tuned table (`**config`)", tuple(lines))]
+    if k.config_tables and (not k.launches or any(ln.star_kwargs for ln in k.launches)):
+        shown = ", ".join(k.config_tables[:2])
+        return [Hit("launch-config-dict", f"tuned launch configs in JSON tables beside the file (configs/{shown})")]
+    return None
 
 
 LAUNCH_CONFIG_DICT = Condition(
-    "launch-config-dict", "a launch taking its meta-parameters from a config dict (`**config`)",
-    lambda k: ([Hit("launch-config-dict", "a launch taking its meta-parameters from a config dict (`**config`)",
-                    tuple(_config_dict_launches(k)))] if _config_dict_launches(k) else None))
+    "launch-config-dict", "launch config supplied by a tuned table (`**config` or configs/*.json beside the file)",
+    _tuned_table)
 
 
 # --- dtype helpers shared by precision skeletons ----------------------------------------

@@ -26,9 +26,12 @@ their kernels this way (see References).
 - its launch shapes repeat (training steps, fixed model dims), so tuning is paid once.
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
-  they come from an offline-tuned table or a dispatcher already, and their values are not
-  visible (a plain `**kwargs` of hand-set values does not count);
+- the launch config comes from a tuned table: `kernel[grid](..., **config)` with the dict
+  from a lookup (`get_config(M, E)`, `try_get_optimal_moe_config(...)`), a JSON file the
+  module loads, or a table-format literal (`BLOCK_SIZE_*` keys, or both `num_warps` and
+  `num_stages`); or JSON tables in a `configs/` folder beside the file. The table is
+  already per-shape, per-GPU measurement (a plain `**kwargs` of a hand-set value or two
+  does not count);
 - the kernel updates memory in place or uses atomics: every trial would re-apply the
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture
@@ -49,7 +52,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines
 from skel.skeletons.predicates.autotune import AUTOTUNED
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
@@ -60,7 +63,7 @@ _LITERAL_INT = re.compile(r"\d+")
 
 def _tile_params(k):
     found = [p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)]
-    return [k.line_start] if found else None
+    return param_lines(k, found) if found else None
 
 
 def _literal_launch(k):
@@ -69,7 +72,7 @@ def _literal_launch(k):
 
 
 TILE_PARAMS = custom("tile-constexpr-params", "tile-size constexpr parameters (BLOCK_*, BK, BV ...)",
-                     _tile_params)
+                     _tile_params, signature=True)
 LITERAL_LAUNCH = custom("literal-num-warps-launch", "a launch with a literal `num_warps=`/`num_stages=`",
                         _literal_launch)
 
@@ -141,6 +144,7 @@ SKELETON = Skeleton(
     summary="Benchmark BLOCK_*/num_warps/num_stages configs on first call per key instead of one hand-picked config.",
     category=Category.TUNING,
     doc=__doc__,
+    ruled_out_by=(r"\bautotun\w*", r"triton\.Config"),
     present=AUTOTUNED,
     preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, TILE_WORK, ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
     env=Env(),

@@ -95,6 +95,7 @@ SKELETON = Skeleton(
     summary="Launch with grid = lambda meta: (cdiv(N, meta['BLOCK']),) when an autotuned BLOCK sets the grid.",
     category=Category.HOST,
     doc=__doc__,
+    ruled_out_by=(r"\bgrid[\s_-]*lambda\b", r"\bgrid as a (lambda|callable)\b"),
     present=CALLABLE_GRID,
     preconditions=[TUNED_BLOCK_SETS_GRID, STATIC_GRID],
     env=Env(),

@@ -68,10 +68,10 @@ def _raw_length_keys(k):
 
 
 BUCKETED_KEY = custom("autotune-key-bucket", "an autotune `key` entry that is a shape bucket (`*_BUCKET`)",
-                      _bucket_keys)
+                      _bucket_keys, signature=True)
 RAW_LENGTH_KEY = custom("autotune-key-raw-length",
                         "an autotune `key` listing a raw per-call length (T, seq_len, M, num_tokens, B ...)",
-                        _raw_length_keys)
+                        _raw_length_keys, signature=True)
 
 SKELETON = Skeleton(
     id="autotune-key-bucketing",

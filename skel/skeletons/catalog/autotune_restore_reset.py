@@ -49,7 +49,8 @@ from skel.skeletons.predicates.autotune import autotune_multi_config
 from skel.skeletons.predicates.pointers import ACCUMULATES
 
 MULTI_CONFIG_AUTOTUNE = custom("autotune-multi-config", "`@triton.autotune` with more than one config",
-                               lambda k: [k.decorator("triton.autotune").line] if autotune_multi_config(k) else None)
+                               lambda k: [k.decorator("triton.autotune").line] if autotune_multi_config(k) else None,
+                               signature=True)
 RESTORES = decorated("triton.autotune", kw="restore_value", name="autotune-restore-value",
                      describe="`@triton.autotune(restore_value=...)`") | decorated(
     "triton.autotune", kw="reset_to_zero", name="autotune-reset-to-zero",

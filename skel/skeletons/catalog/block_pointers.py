@@ -114,6 +114,7 @@ SKELETON = Skeleton(
     summary="Load 2-D tiles via tl.make_block_ptr + tl.advance + boundary_check instead of offset grids and masks.",
     category=Category.MEMORY,
     doc=__doc__,
+    ruled_out_by=(r"\bblock[\s_-]?ptrs?\b", r"\bblock[\s_-]pointers?\b", r"make_block_ptr"),
     present=BLOCK_PTR_USED,
     preconditions=[MASKED_MANUAL_TILE_LOAD_IN_LOOP],
     env=Env(triton="<3.9", known_bad=(

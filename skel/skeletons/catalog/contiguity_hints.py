@@ -114,6 +114,7 @@ SKELETON = Skeleton(
     summary="Add tl.multiple_of / tl.max_contiguous / tl.assume where gathers or %, // hide contiguity.",
     category=Category.MEMORY,
     doc=__doc__,
+    ruled_out_by=(r"\bmultiple_of\b", r"\bmax_contiguous\b", r"\bcontiguity hints?\b"),
     present=HINTS_USED,
     preconditions=[IRREGULAR_ADDRESS],
     env=Env(),

@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom, decorated
+from skel.skeletons.conditions import custom, decorated, param_lines
 from skel.skeletons.predicates.autotune import autotune_key_names
 from skel.skeletons.predicates.names import IDENT, VARYING_LENGTH
 from skel.skeletons.predicates.programs import KERNEL_ENTRY
@@ -98,7 +98,7 @@ def _constexpr_lengths(k):
     shapes = shape_names(k)
     found = [p.name for p in k.params
              if p.constexpr and VARYING_LENGTH.fullmatch(p.name) and p.name not in shapes]
-    return [k.line_start] if found else None
+    return param_lines(k, found) if found else None
 
 
 def _specialized_runtime_lengths(k):
@@ -106,15 +106,15 @@ def _specialized_runtime_lengths(k):
     found = [p.name for p in k.params
              if not p.constexpr and SEQUENCE_LENGTH.fullmatch(p.name) and p.name not in keyed
              and _used_in_body(k, p.name)]
-    return [k.line_start] if found else None
+    return param_lines(k, found) if found else None
 
 
 CONSTEXPR_LENGTH = custom("constexpr-length", "a per-call length annotated `tl.constexpr` (T, seq_len, n_rows, B ...)",
-                          _constexpr_lengths)
+                          _constexpr_lengths, signature=True)
 SPECIALIZED_LENGTH = custom(
     "specialized-runtime-length",
     "a runtime sequence/token length (T, seq_len, num_tokens ...) Triton specializes on (not in the autotune key)",
-    _specialized_runtime_lengths)
+    _specialized_runtime_lengths, signature=True)
 DO_NOT_SPECIALIZE = decorated("triton.jit", kw="do_not_specialize", name="jit-do-not-specialize",
                               describe="`@triton.jit(do_not_specialize=[...])`") | decorated(
     "triton.jit", kw="do_not_specialize_on_alignment", name="jit-do-not-specialize-on-alignment",
@@ -126,6 +126,7 @@ SKELETON = Skeleton(
     summary="Keep per-call lengths (T, seq_len, n_rows) runtime and unspecialized so new values never recompile.",
     category=Category.TUNING,
     doc=__doc__,
+    ruled_out_by=(r"\bdo_not_specialize\b",),
     present=DO_NOT_SPECIALIZE,
     preconditions=[KERNEL_ENTRY, CONSTEXPR_LENGTH | SPECIALIZED_LENGTH],
     env=Env(),

@@ -49,6 +49,7 @@ SKELETON = Skeleton(
     summary="Pass input_precision='tf32x3' to fp32 tl.dot: near-fp32 accuracy at tensor-core speed.",
     category=Category.ARITHMETIC,
     doc=__doc__,
+    ruled_out_by=(r"\btf32(x3)?\b", r"\binput_precision\b", r"\ballow_tf32\b"),
     present=TF32X3,
     preconditions=[FP32_DOT, ~PRECISION_SET],
     env=Env(backends=("cuda",), min_cc=80),

@@ -67,22 +67,15 @@ _FLAG = re.compile(r"(?:EVEN|Even|even)(?:_\w+|[A-Z]\w*)?|NEED_\w*MASK\w*|\w*DIV
 
 
 def _even_flags(k):
-    flags: dict[str, int] = {}
-    for p in k.params:
-        if p.constexpr and _FLAG.fullmatch(p.name):
-            flags[p.name] = k.line_start
+    flags = {p.name for p in k.params if p.constexpr and _FLAG.fullmatch(p.name)}
     for d in k.decorators:
         if d.name == "triton.heuristics":
-            for item in d.list_items:
-                name = item.strip("'\" ")
-                if _FLAG.fullmatch(name):
-                    flags[name] = d.line
+            flags |= {n for item in d.list_items if _FLAG.fullmatch(n := item.strip("'\" "))}
     hits = []
-    for name, line in flags.items():
-        branched = any(name in i.get("names", ()) for i in k.ifs) or re.search(
-            rf"\bif\s+(?:not\s+)?\(?\s*{re.escape(name)}\b", k.source)
-        if branched:
-            hits.append(line)
+    for name in sorted(flags):  # the `if` that branches on the flag (the statement, not the header)
+        ifs = [i["line"] for i in k.ifs if name in i.get("names", ())]
+        m = re.search(rf"\bif\s+(?:not\s+)?\(?\s*{re.escape(name)}\b", k.source)
+        hits += ifs or ([k.line_start + k.source[:m.start()].count("\n")] if m else [])
     return hits
 
 

@@ -3,9 +3,10 @@
 ## What it does
 Adds `eviction_policy="evict_first"` to loads (and stores) of data that each program
 reads once while streaming through a loop, and `eviction_policy="evict_last"` to small
-data every program reads again (a norm's weight vector, a gate, a lookup table). For
-data written by other programs in the same launch, `cache_modifier=".cg"` reads around
-L1.
+data every program reads again (a norm's weight vector, a gate, a lookup table). A
+`cache_modifier=".cg"` (read around L1, for data other programs of the same launch
+write) is a different control: it says nothing about what L2 keeps, so a kernel with
+only `cache_modifier` does not use this technique yet.
 
 ## Why it is faster
 L2 is shared by all SMs. A memory-bound kernel that streams rows or time steps
@@ -33,8 +34,6 @@ are neutral.
   guaranteed gain — keep them only when a measurement shows one.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/softmax.py` (`_softmax_multi_block_forward_kernel`: the row, read twice, loaded with `cache_modifier=".ca"`; the output streamed out with `".cs"`) — at `5e3bf99abb`, before 2025-07-01
-- Liger-Kernel `src/liger_kernel/ops/sparsemax.py` (`_sparsemax_forward_kernel`, `cache_modifier`) — at `5e3bf99abb`, before 2025-07-01
 - flash-linear-attention `fla/ops/rwkv7/fused_k_update.py` (evict_last on the shared `ka`) — at `49b00f0a94`, before 2025-07-01
 """
 
@@ -84,10 +83,11 @@ def _shared_vector_loads(k):
     return shared if shared and per_program else None
 
 
+#: Only `eviction_policy=` is this technique. A `cache_modifier=` (".cg", ".ca") picks
+#: which cache level a load goes through, not what L2 keeps: a kernel with only that has
+#: not told L2 what to evict, and mined examples of it are no evidence of this skeleton.
 HINT_USED = calls("tl.load", "tl.store", kw="eviction_policy", name="eviction-policy",
-                  describe="`tl.load`/`tl.store` with `eviction_policy`") | calls(
-    "tl.load", "tl.store", kw="cache_modifier", name="cache-modifier",
-    describe="`tl.load`/`tl.store` with `cache_modifier`")
+                  describe="`tl.load`/`tl.store` with `eviction_policy`")
 MULTI_PASS_REREAD = custom(
     "multi-pass-reread", "the same row loaded again by a later loop (two-pass kernel)", _multi_pass_rereads)
 SHARED_VECTOR_LOAD = custom(
@@ -100,6 +100,7 @@ SKELETON = Skeleton(
     summary="evict_first on loads streamed once, evict_last on small data every program re-reads (weights).",
     category=Category.MEMORY,
     doc=__doc__,
+    ruled_out_by=(r"\beviction\w*", r"\bevict_(first|last)\b"),
     present=HINT_USED,
     preconditions=[NO_DOT, SHARED_VECTOR_LOAD | MULTI_PASS_REREAD],
     env=Env(),

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, constant, custom, uses_name
+from skel.skeletons.conditions import IDENT, assign_targets, calls, constant, custom, uses_name
 from skel.kernels.flow import args_of, broadcast_axes, flow_of, has_call
 from skel.skeletons.predicates.addresses import tile_load_2d
 
@@ -54,7 +54,35 @@ NATURAL_EXP = ("tl.exp", "tl.math.exp", "exp", "tl.extra.cuda.libdevice.exp", "t
                "tl.extra.libdevice.fast_expf", "tl.extra.cuda.libdevice.fast_expf")
 EXP2 = ("tl.exp2", "tl.math.exp2", "exp2", "tl.extra.cuda.libdevice.exp2", "tl.extra.libdevice.exp2")
 
-EXP2_USED = calls(*EXP2, name="exp2", describe="`tl.exp2` / `exp2(...)`") | constant(
+#: An exp2 whose argument is rounded or an integer exponent is a power of two, not an
+#: exponential: FP8/MX quantisation scales `tl.exp2(tl.ceil(tl.log2(amax / FP8_MAX)))`, an
+#: e8m0 scale decoded as `tl.exp2(e.to(tl.float32) - 127)`. Only an exp2 on an
+#: exponential path (softmax, gating, decay) is this technique.
+_ROUNDED = re.compile(r"(?:\b|\.)(?:ceil|floor|round|rint|trunc|nearbyint)\s*\(|\.to\(\s*(?:tl\.)?u?int\d*"
+                      r"|\b127\b|\bfloor_div\b")
+
+
+def _argument_closure(c, k, hops: int = 3) -> str:
+    """The source text of a call's first argument and of the assignments its names come
+    from (a few hops back), as one string."""
+    text = c.args[0] if c.args else ""
+    texts, seen = [text], set()
+    names = set(IDENT.findall(text))
+    for _ in range(hops):
+        names -= seen
+        seen |= names
+        values = [a.value for a in k.assigns if a.line <= c.line and set(assign_targets(a)) & names]
+        texts += values
+        names = {n for v in values for n in IDENT.findall(v)}
+    return " ".join(texts)
+
+
+def _exponential_exp2(c, k) -> bool:
+    return not _ROUNDED.search(_argument_closure(c, k))
+
+
+EXP2_USED = calls(*EXP2, where=_exponential_exp2, name="exp2",
+                  describe="`tl.exp2` / `exp2(...)` on an exponential (not a rounded power-of-two scale)") | constant(
     r"1\.44269", name="log2e-constant", describe="the constant log2(e) = 1.44269...") | uses_name(
     r"(?i)log2_?e|rcp_ln2|inv_ln2|ln2_inv", name="log2e-name", describe="a LOG2E / RCP_LN2 name")
 # Natural-exp helpers are often wrapped for NaN safety or speed (`safe_exp`, `fast_exp`):
@@ -102,6 +130,7 @@ SKELETON = Skeleton(
     summary="Replace tl.exp(x) by tl.exp2(x * log2e), folding log2(e) into an existing scale (softmax, attention).",
     category=Category.ARITHMETIC,
     doc=__doc__,
+    ruled_out_by=(r"\bexp2\b", r"\blog2_?e\b", r"log2\(e\)", r"\bRCP_LN2\b"),
     present=EXP2_USED,
     preconditions=[NATURAL_EXP_CALL, REDUCTION | EXP_ON_TILE],
     env=Env(),

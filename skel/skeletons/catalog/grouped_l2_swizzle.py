@@ -119,6 +119,7 @@ SKELETON = Skeleton(
     summary="Remap the program id so GROUP_SIZE_M rows of output tiles run together and share A/B panels in L2.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
+    ruled_out_by=(r"\bswizzl\w*", r"\bGROUP_SIZE_M\b", r"\bgrouped (ordering|launch order)\b"),
     present=GROUPED_ORDER,
     preconditions=[DOT_K_LOOP, TILE_INDICES],
     env=Env(),

@@ -25,9 +25,12 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
 - the code must run well on more than one architecture or vendor.
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
-  they come from an offline-tuned table or a dispatcher already, and their values are not
-  visible (a plain `**kwargs` of hand-set values does not count);
+- the launch config comes from a tuned table: `kernel[grid](..., **config)` with the dict
+  from a lookup (`get_config(M, E)`, `try_get_optimal_moe_config(...)`), a JSON file the
+  module loads, or a table-format literal (`BLOCK_SIZE_*` keys, or both `num_warps` and
+  `num_stages`); or JSON tables in a `configs/` folder beside the file. The table is
+  already per-shape, per-GPU measurement (a plain `**kwargs` of a hand-set value or two
+  does not count);
 - the kernel is autotuned (use `autotune-configs` with pruning instead);
 - it only ever runs on one known GPU (the literal is already the tuned value);
 - the tile size is fixed by the algorithm (chunk size shared with other kernels, a block
@@ -106,6 +109,7 @@ SKELETON = Skeleton(
     summary="Choose BLOCK/num_warps/num_stages from device capability or SMEM in the launcher, not one literal config.",
     category=Category.HOST,
     doc=__doc__,
+    ruled_out_by=(r"\bhardware[\s_-]*tier\w*", r"\btiered launch\w*", r"\bper[\s-]arch(itecture)? (launch|config)\w*"),
     present=TIERED_LAUNCH,
     preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT],
     env=Env(),

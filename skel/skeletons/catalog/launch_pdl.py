@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, launched_with
+from skel.skeletons.conditions import calls, custom, def_line, launched_with
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_axes
 
@@ -66,7 +66,7 @@ def _small_grid(k):
     sequence/feature dimension on top of batch and head — a bigger kernel where the
     overlapped launch gap is negligible."""
     axes = program_axes(k)
-    return [k.line_start] if axes and axes <= {0, 1} else None
+    return [c.line for c in k.calls_named("tl.program_id")] if axes and axes <= {0, 1} else None
 
 
 def _runtime_loops(k):
@@ -87,7 +87,7 @@ SMALL_GRID = custom("small-grid", "a 1-D or 2-D grid (`tl.program_id(0)` / `(1)`
 RUNTIME_LOOP = custom("runtime-loop", "loop over a runtime length", _runtime_loops)
 DOT = calls("tl.dot", name="dot", describe="`tl.dot` call")
 BACKWARD_KERNEL = custom("backward-kernel", "backward/gradient kernel (name has bwd/backward/grad)",
-                         lambda k: [k.line_start] if _BACKWARD.fullmatch(k.name) else None)
+                         lambda k: [def_line(k)] if _BACKWARD.fullmatch(k.name) else None, signature=True)
 
 # A file that defines autograd Functions (`ctx.save_for_backward`) holds training ops:
 # launched once per layer per step over all tokens, not chained small decode kernels.
@@ -101,6 +101,7 @@ SKELETON = Skeleton(
     summary="Launch small decode kernels with launch_pdl=True and gdc_wait/gdc_launch_dependents to overlap launches.",
     category=Category.HOST,
     doc=__doc__,
+    ruled_out_by=(r"\bPDL\b", r"programmatic dependent launch", r"launch_pdl", r"gdc_(wait|launch)"),
     present=PDL_USED,
     preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),

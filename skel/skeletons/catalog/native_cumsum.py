@@ -65,6 +65,7 @@ SKELETON = Skeleton(
     summary="Replace tl.dot(tril_ones, x) prefix sums with tl.cumsum / tl.associative_scan (exact fp32, O(n) work).",
     category=Category.ARITHMETIC,
     doc=__doc__,
+    ruled_out_by=(r"\bcumsum\b", r"\bassociative_scan\b"),
     present=NATIVE_SCAN,
     preconditions=[TRIANGULAR_MASK_MATMUL],
     env=Env(triton=">=3.0"),

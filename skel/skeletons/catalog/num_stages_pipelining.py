@@ -24,9 +24,12 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - no `num_stages` is set anywhere (configs, launch, or loop).
 
 ## Does not apply when
-- the launch unpacks its meta-parameters from a config dict (`kernel[grid](..., **config)`):
-  they come from an offline-tuned table or a dispatcher already, and their values are not
-  visible (a plain `**kwargs` of hand-set values does not count);
+- the launch config comes from a tuned table: `kernel[grid](..., **config)` with the dict
+  from a lookup (`get_config(M, E)`, `try_get_optimal_moe_config(...)`), a JSON file the
+  module loads, or a table-format literal (`BLOCK_SIZE_*` keys, or both `num_warps` and
+  `num_stages`); or JSON tables in a `configs/` folder beside the file. The table is
+  already per-shape, per-GPU measurement (a plain `**kwargs` of a hand-set value or two
+  does not count);
 - the loop is a `tl.static_range` (unrolled, nothing to pipeline) or a `while` loop;
 - each iteration's load address depends on the previous iteration's result (pointer
   chasing, data-dependent indices): nothing can be issued ahead;
@@ -95,7 +98,7 @@ def pipelinable_loops(k) -> list[int]:
 
 
 STAGES_SET = (
-    custom("autotune-num-stages", "autotune configs setting `num_stages`", _config_num_stages)
+    custom("autotune-num-stages", "autotune configs setting `num_stages`", _config_num_stages, signature=True)
     | launched_with("num_stages", name="launch-num-stages")
     | loop(kind="tl.range", kw="num_stages", name="tl-range-num-stages",
            describe="`tl.range(..., num_stages=)`")
@@ -111,6 +114,7 @@ SKELETON = Skeleton(
     summary="Set/tune num_stages (configs, launch or tl.range) so tile loads of later iterations overlap compute.",
     category=Category.TUNING,
     doc=__doc__,
+    ruled_out_by=(r"\bnum_?stages\b", r"\bpipelin\w*", r"\bsoftware[\s-]pipelin\w*"),
     present=STAGES_SET,
     preconditions=[PIPELINABLE_LOOP, ~LAUNCH_CONFIG_DICT],
     env=Env(),

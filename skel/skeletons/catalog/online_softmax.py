@@ -133,6 +133,7 @@ SKELETON = Skeleton(
     summary="Merge the row-max pass into the exp-sum pass with a running max and rescaled sum: one fewer read.",
     category=Category.ARITHMETIC,
     doc=__doc__,
+    ruled_out_by=(r"\bonline[\s_-]softmax\b",),
     present=ONLINE_MAX_RESCALE,
     preconditions=[MAX_PASS_THEN_EXP_PASS],
     env=Env(),

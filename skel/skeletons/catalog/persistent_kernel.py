@@ -71,6 +71,7 @@ SKELETON = Skeleton(
     summary="Launch ~NUM_SMS programs that loop over rows with a tl.num_programs stride instead of one program per row.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
+    ruled_out_by=(r"\bpersistent\b",),
     present=PERSISTENT_LOOP,
     preconditions=[ONE_ROW_PER_PROGRAM, ROW_REDUCTION, ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
     env=Env(),

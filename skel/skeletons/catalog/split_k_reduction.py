@@ -56,10 +56,10 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_targets, custom, uses_name
+from skel.skeletons.conditions import assign_targets, custom, def_line, uses_name
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
-from skel.skeletons.predicates.programs import grid_stride_loops
+from skel.skeletons.predicates.programs import grid_stride_loops, program_id_vars
 from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
 
 _REDUCE = {"tl.dot", "tl.sum"}
@@ -84,12 +84,20 @@ def _static_names(k) -> set[str]:
     return static
 
 
+#: `tl.sum(ids[:, None] == experts[None, :])`: a count of matches (a histogram of routing
+#: ids), not a partial sum over a reduction dimension.
+_COUNT = re.compile(r"==|!=")
+
+
 def _accumulators(k, lp) -> list:
-    """Assignments in the loop that carry a tl.dot/tl.sum reduction across iterations."""
+    """Assignments in the loop that carry a tl.dot/tl.sum reduction across iterations
+    (counts of matches, such as tokens per expert, are histograms, not reductions)."""
     carried = loop_carried(k, lp)
     out = []
     for a in k.assigns:
         if not (lp.line <= a.line <= lp.end_line) or not set(a.calls) & _REDUCE:
+            continue
+        if _COUNT.search(a.value) and "tl.dot" not in a.calls:
             continue
         if set(assign_targets(a)) & set(carried) and (a.op != "=" or set(assign_targets(a)) & set(a.names)):
             out.append(a)
@@ -128,10 +136,32 @@ def _recurrence(k, lp) -> bool:
     return False
 
 
+def _merged_partials(k, lp) -> bool:
+    """The loop's accumulator leaves the program as a partial result: added atomically
+    into an address not taken from routing data, or stored into a per-program partial
+    buffer (an address reading the program id) that a second pass reduces."""
+    accs: set[str] = set()
+    for a in _accumulators(k, lp):
+        accs |= set(assign_targets(a)) if hasattr(a, "targets") else {a.target}
+    pids = program_id_vars(k)
+    routed = _loaded_names(k)
+    for c in k.calls:
+        if c.name not in ("tl.store", "tl.atomic_add") or c.line <= lp.end_line:
+            continue
+        val = c.args[1] if len(c.args) > 1 else c.kwargs.get("value", c.kwargs.get("val", ""))
+        addr = c.args[0] if c.args else c.kwargs.get("pointer", "")
+        if not set(IDENT.findall(val)) & accs or set(IDENT.findall(addr)) & routed:
+            continue
+        if c.name == "tl.atomic_add" or set(IDENT.findall(addr)) & pids or "tl.program_id" in addr:
+            return True
+    return False
+
+
 def _grid_stride_partials(k) -> list[int]:
-    """A long reduction loop that is itself a grid-stride loop: each program reduces a slice."""
+    """A long reduction loop that is itself a grid-stride loop (each program reduces a
+    slice) whose partial result is merged by atomics or a second pass."""
     strided = set(grid_stride_loops(k))
-    return [lp.line for lp in _long_reduction_loops(k) if lp.line in strided]
+    return [lp.line for lp in _long_reduction_loops(k) if lp.line in strided and _merged_partials(k, lp)]
 
 
 def _long_reduction(k) -> list[int]:
@@ -140,9 +170,7 @@ def _long_reduction(k) -> list[int]:
 
 def _vector_output(k) -> list[int]:
     """Decode/GEMV shape: a vector-matrix product reduced with tl.sum inside the reduction
-    loop (`tl.sum(q[None, :] * k, 1)`), or a kernel named for decoding."""
-    if re.search(r"(?i)decod", k.name):
-        return [k.line_start]
+    loop (`tl.sum(q[None, :] * k, 1)`)."""
     lines = []
     for lp in _long_reduction_loops(k):
         for c in k.calls:
@@ -152,16 +180,41 @@ def _vector_output(k) -> list[int]:
     return lines
 
 
+def _split_over_programs(k, lp) -> bool:
+    """A grid axis partitions the loop: its range reads a program id (`range(pid_k * n,
+    ..., BLOCK_K)`, `range(pid, T, num_programs)`). A loop every program runs in full
+    (a fused-MoE K loop) is not split, whatever its result is merged with."""
+    pids = program_id_vars(k)
+    return any(set(IDENT.findall(x)) & pids or "tl.program_id" in x or "tl.num_programs" in x
+               for x in lp.args)
+
+
+def _loaded_names(k) -> set[str]:
+    """Names whose value is read from memory (directly or through arithmetic): routing
+    indices such as a top-k expert id or the token a row belongs to."""
+    names = {t for a in k.assigns if "tl.load" in a.calls for t in assign_targets(a)}
+    for _ in range(3):
+        names |= {t for a in k.assigns if set(a.names) & names and a.loop_depth == 0 for t in assign_targets(a)}
+    return names
+
+
 def _atomic_partial(k) -> list[int]:
-    """tl.atomic_add of a loop-carried tl.dot/tl.sum accumulator: per-program partial sums merged atomically."""
+    """tl.atomic_add of a loop-carried tl.dot/tl.sum accumulator from a reduction loop that
+    a grid axis splits: per-program partial sums merged atomically. An atomic add whose
+    address comes from loaded routing data (`out + token * N`, `counts + expert_id`:
+    combining top-k experts, counting tokens per expert) is a scatter, not a split merge."""
     accs = set()
     for lp in k.loops:
+        if not _split_over_programs(k, lp):
+            continue
         for a in _accumulators(k, lp):
             accs |= set(assign_targets(a)) if hasattr(a, "targets") else {a.target}
+    routed = _loaded_names(k)
     lines = []
     for c in k.calls_named("tl.atomic_add"):
         val = c.args[1] if len(c.args) > 1 else c.kwargs.get("val", "")
-        if set(IDENT.findall(val)) & accs:
+        addr = c.args[0] if c.args else c.kwargs.get("pointer", "")
+        if set(IDENT.findall(val)) & accs and not set(IDENT.findall(addr)) & routed and "tl.load" not in addr:
             lines.append(c.line)
     return lines
 
@@ -182,9 +235,10 @@ LONG_REDUCTION = custom(
 )
 VECTOR_OUTPUT = custom(
     "decode-like-output",
-    "a vector output per program (`tl.sum(q[None, :] * k, 1)` in the loop, or a decode kernel)",
+    "a vector output per program (`tl.sum(q[None, :] * k, 1)` in the loop)",
     _vector_output,
-)
+) | custom("decode-kernel", "a kernel named for decoding (one query per program)",
+           lambda k: [def_line(k)] if re.search(r"(?i)decod", k.name) else None, signature=True)
 
 SKELETON = Skeleton(
     id="split-k-reduction",
@@ -192,6 +246,7 @@ SKELETON = Skeleton(
     summary="Split a long reduction loop across programs (a split grid axis) and merge partials: fills SMs in decode/GEMV.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
+    ruled_out_by=(r"\bsplit[\s_-]?k\b", r"\bsplit[\s_-]?kv\b", r"\bflash[\s-]?decoding\b", r"\bnum_kv_splits\b"),
     present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS,
     preconditions=[LONG_REDUCTION, VECTOR_OUTPUT],
     env=Env(),

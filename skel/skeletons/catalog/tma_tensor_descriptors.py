@@ -109,6 +109,7 @@ SKELETON = Skeleton(
     summary="Load the tiles of a tl.dot loop with tl.make_tensor_descriptor / desc.load (TMA) on sm_90+.",
     category=Category.MEMORY,
     doc=__doc__,
+    ruled_out_by=(r"\bTMA\b", r"\btensor[\s_-]?descriptors?\b", r"make_tensor_descriptor"),
     present=DESCRIPTOR_USED,
     preconditions=[TILE_LOAD_FEEDS_DOT_IN_LOOP],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.4"),
