@@ -54,7 +54,8 @@ and `rows_per_program = cdiv(n_rows, sm_count)`; the partial buffer is fp32.
 - Liger-Kernel `src/liger_kernel/ops/layer_norm.py` (`_layer_norm_backward_kernel`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`: `tl.atomic_add(DW_ptr + channel_idx, ...)`,
   the atomic form, v0.5.10)
-- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_bwd_kernel`: `rows_per_program`, v0.2.2)
+- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_bwd_kernel`: `BS` rows per program, partial
+  `dw + i_s * D` rows, v0.2.2)
 - Triton tutorial `05-layer-norm.py` (`_layer_norm_bwd_dx_fused` + `_layer_norm_bwd_dwdb`: the lock-based
   GROUP_SIZE_M variant)
 """

@@ -43,8 +43,8 @@ reduction's arithmetic and latency, a smaller but real share of a memory-bound k
   loads them)
 - flash-linear-attention `fla/modules/l2norm.py` (`l2norm_bwd_kernel`: `b_var = tl.sum(b_x * b_x, ...)` recomputed
   in the backward, v0.2.2)
-- Triton tutorial `06-fused-attention.py` (`_attn_fwd` stores `M` (the log-sum-exp); `_attn_bwd_dq` / `_attn_bwd_dkdv`
-  load it)
+- Triton tutorial `06-fused-attention.py` (`_attn_fwd` stores `M`, the log-sum-exp per query row; the backward
+  (`_attn_bwd`, `_attn_bwd_dkdv`, `_attn_bwd_dq`) reads it to rebuild P without a softmax pass)
 """
 
 from __future__ import annotations
