@@ -56,8 +56,11 @@ def make_outputs(shape, dtype, device):
 
 
 def reference(x, w):
-    rstd = torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + EPS)
-    return (x * rstd * w,)
+    y = torch.empty_like(x)
+    for s in range(0, x.shape[0], 1 << 16):  # row chunks: the CHECK_ONLY shape's float64 temporaries stay small
+        xc = x[s:s + (1 << 16)]
+        y[s:s + (1 << 16)] = xc * torch.rsqrt(xc.pow(2).mean(dim=1, keepdim=True) + EPS) * w
+    return (y,)
 
 
 def bytes_moved(shape, dtype):

@@ -41,7 +41,10 @@ def make_outputs(shape, dtype, device):
 
 
 def reference(x, w, b, G):
-    return (torch.nn.functional.group_norm(x, G, w, b, EPS),)
+    y = torch.empty_like(x)
+    for s in range(0, x.shape[0], 64):  # batch chunks: the CHECK_ONLY shape's float64 temporaries stay small
+        y[s:s + 64] = torch.nn.functional.group_norm(x[s:s + 64], G, w, b, EPS)
+    return (y,)
 
 
 def bytes_moved(shape, dtype):
