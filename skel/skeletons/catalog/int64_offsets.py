@@ -1,0 +1,130 @@
+"""Promote program ids and offsets to int64 so tensors past 2**31 elements index correctly.
+
+## What it does
+Casts the program id (or the first index derived from it) to 64 bits before it is
+multiplied by a stride: `row = tl.program_id(0).to(tl.int64)` and then
+`x_ptr + row * stride + cols`; in 2-D tiles `offs_m[:, None].to(tl.int64) * stride_m`; in
+chunked kernels `i_b.to(tl.int64) * T`. Every product that depends on it is then computed
+in int64, so `row * stride` no longer wraps.
+
+## Why it is faster
+It is not: this is a correctness technique with a small cost. `tl.program_id` is int32, and an integer
+kernel argument below 2**31 (a stride, `n_cols`, `T`) is specialized as int32 too, so
+`row * stride` is an int32 multiply that silently wraps once the product passes
+2**31 - 1: with 32,768 columns that is row 65,536 of the tensor (4.3 GB of bf16). The
+wrapped offset is negative, so the kernel reads or writes memory before the tensor — wrong
+results or an illegal-address fault, only on large inputs (long-context logits `[B*T, V]`,
+large-batch activations), never in small tests. Liger-Kernel added these casts to its
+cross-entropy, SwiGLU/GeGLU, KL and JSD kernels after such overflows.
+The cost is small but not zero: 64-bit integer multiplies and adds take two instructions
+each, and the 64-bit address temporaries use more registers. In memory-bound row kernels
+it does not show; in address-heavy tiled loops, promote once (the base offset of the
+program) and keep the per-iteration tile offsets in int32.
+
+## Applies when
+- a load or store address multiplies a program-id-derived index (the program id, a row
+  or tile index from it, `offs_m = pid_m * BM + tl.arange(...)`) by a runtime argument (a
+  stride, `n_cols`, `T`, `H * K`): the product grows with the problem;
+- nothing in the kernel is promoted to int64 yet (`.to(tl.int64)`, `.cast(tl.int64)`,
+  `tl.cast(x, tl.int64)`);
+- the tensors can exceed 2**31 elements in use (logits over a large vocabulary, long
+  sequences times heads times head dim, large activations).
+
+## Does not apply when
+- the multiplier is a `tl.constexpr` and the program id a small block index (`pid * BLOCK`
+  over a tensor known to stay far below 2**31 elements): the product cannot grow;
+- the program only indexes small per-row tables (`tl.load(rstd + row)`): the index is
+  below the number of rows;
+- a stride or size is itself >= 2**31: Triton then passes it as int64 and the product is
+  already 64-bit (but the next smaller problem silently is not — promote anyway);
+- tight tiled inner loops where 64-bit offsets add measurable integer work: promote the
+  base pointer once per program (`x_ptr += pid.to(tl.int64) * stride`) instead of every
+  tile offset.
+
+## References
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`:
+  `program_id = tl.program_id(0).to(tl.int64)` with the comment on B*T*V overflow, v0.5.10)
+- Liger-Kernel `src/liger_kernel/ops/swiglu.py` (`_swiglu_forward_kernel`, v0.5.10)
+- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`: `tl.cast(tl.program_id(0), tl.int64)`, v0.5.10)
+- Liger-Kernel commit 665751e2 ("tl.program_id() does indeed not have a cast method in
+  triton2.3.1"): use `.to(tl.int64)`, which every Triton version has
+"""
+
+from __future__ import annotations
+
+from skel.kernels.flow import Flow, Node, binary, flow_of, has_call, names_in, operands, walk
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import custom
+
+_CASTS = (".to", ".cast", "tl.cast")
+_POINTER_CALLS = ("tl.load", "tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_cas",
+                  "tl.atomic_xchg", "tl.atomic_and", "tl.atomic_or", "tl.atomic_xor")
+
+
+def _int64_casts(k):
+    return [c.line for c in k.calls if c.name in _CASTS and any("int64" in a for a in (*c.args, *c.kwargs.values()))]
+
+
+def _pid_dependent(fl: Flow, expr: Node, pid_loops: set[str]) -> bool:
+    """``expr`` is computed from a program id: directly, through names, or through a loop
+    index whose range starts at one (a grid-stride row loop)."""
+    names, exprs = fl.closure(expr)
+    return has_call(exprs, "tl.program_id") or bool(names & pid_loops)
+
+
+def _runtime_factor(fl: Flow, expr: Node, runtime: set[str]) -> bool:
+    names, _ = fl.closure(expr)
+    return bool((names | names_in(expr)) & runtime)
+
+
+def _overflowing_products(k):
+    """Lines of loads/stores whose address multiplies a program-id-derived index by a
+    runtime argument, in int32."""
+    fl = flow_of(k)
+    if not fl.ok:
+        return None
+    runtime = {p.name for p in k.params if not p.constexpr}
+    pid_loops: set[str] = set()
+    for lp in fl.loops:
+        if lp.bounds is not None and has_call(fl.closure(lp.bounds)[1], "tl.program_id"):
+            pid_loops |= lp.targets
+    lines = []
+    for c in fl.calls:
+        if c.name not in _POINTER_CALLS:
+            continue
+        addr = c.arg(0, "pointer")
+        if addr is None:
+            continue
+        for e in fl.closure(addr)[1]:
+            hit = False
+            for n in walk(e):
+                if not binary(n, "*"):
+                    continue
+                a, b = operands(n)
+                if (_pid_dependent(fl, a, pid_loops) and _runtime_factor(fl, b, runtime)) or (
+                        _pid_dependent(fl, b, pid_loops) and _runtime_factor(fl, a, runtime)):
+                    hit = True
+                    break
+            if hit:
+                lines.append(c.line)
+                break
+    return lines
+
+
+INT64_PROMOTED = custom("int64-cast", "an int64 promotion (`.to(tl.int64)` / `tl.cast(x, tl.int64)`)", _int64_casts)
+INT32_PID_TIMES_RUNTIME = custom(
+    "int32-pid-times-runtime-size",
+    "an address multiplying a program-id-derived index by a runtime stride or size (an int32 product)",
+    _overflowing_products)
+
+SKELETON = Skeleton(
+    id="int64-offsets",
+    title="int64 program ids and offsets (no int32 wrap past 2**31 elements)",
+    summary="Promote program ids / offsets to int64 (.to(tl.int64)) so indexing past 2**31 elements is correct.",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=INT64_PROMOTED,
+    preconditions=[INT32_PID_TIMES_RUNTIME],
+    env=Env(),
+    helps=(),
+)

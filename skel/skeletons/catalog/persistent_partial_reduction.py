@@ -1,0 +1,190 @@
+"""Norm backward: ~SM-count programs each sum a private dW/dB row, then one small final sum.
+
+## What it does
+The weight and bias gradients of a normalisation layer are sums over all rows:
+`dW = sum_rows(dy * x_hat)`, `dB = sum_rows(dy)`. A one-program-per-row backward either
+adds each row's contribution into `dW` with `tl.atomic_add` (every program hits the same
+`N` addresses) or writes a `[n_rows, N]` buffer of per-row contributions that the host
+reduces with `.sum(0)`. The persistent form launches about one program per SM; program
+`p` takes rows `p * rows_per_program ... (p + 1) * rows_per_program` (or a
+`tl.num_programs` stride), keeps `dw` / `db` in registers across its rows, and stores one
+private row `_dW[p, :]`. The host (or a second tiny kernel) sums the `[sm_count, N]`
+partials:
+
+    row_start = pid * rows_per_program
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for row in range(row_start, min(row_start + rows_per_program, n_rows)):
+        ... dx for this row ...; dw += dy * x_hat
+    tl.store(_dW + pid * N + cols, dw, mask=mask)
+    # host: dW = _dW.sum(0)
+
+## Why it is faster
+Atomics on the same `N` addresses serialize in L2: with 16K rows and 4K columns that is
+64M contended fp32 atomic adds, and the order — hence the bits of `dW` — changes from run
+to run. A per-row buffer avoids contention but writes and rereads `n_rows x N` fp32
+values (256 MB for 16K x 4K), as much traffic as the whole backward. Private per-program
+rows cost `sm_count x N` (a few MB), the accumulation happens in registers, the final
+sum is small and the result is deterministic. The persistent loop also loads `W` once per
+program instead of once per row.
+
+## Applies when
+- the kernel adds into a weight/bias gradient shared by all rows: a `tl.atomic_add` whose
+  address does not depend on the row (grid axis 0) — every row program hits the same
+  columns — or a store of per-row contributions into a `dW`/`dB` buffer indexed by the
+  row (reduced by the host afterwards);
+- there is no loop over rows per program yet (no `rows_per_program` slice, no
+  `tl.num_programs` stride);
+- many rows: tokens of a training batch (thousands to millions) against ~132 SMs.
+
+## Does not apply when
+- few rows (a handful of sequences): a per-row buffer is small and the atomics barely
+  contend;
+- the reduction is over a dimension other than the rows (per-token `dk`/`dv` atomics of
+  attention backward, indexed by the token): there is no shared vector to keep private;
+- the kernel already takes a lock-protected partial buffer per `GROUP_SIZE_M` rows (the
+  Triton tutorial's `_layer_norm_bwd_dx_fused`): it is already a partial reduction;
+- the program must also write something per row that depends on the final `dW` (it is
+  only known after the final sum).
+The grid must be `sm_count` (from `torch.cuda.get_device_properties(...).multi_processor_count`)
+and `rows_per_program = cdiv(n_rows, sm_count)`; the partial buffer is fp32.
+
+## References
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `rows_per_program`,
+  `_dW = torch.empty((sm_count, n_cols))`, `_dW.sum(dim=0)`, v0.5.10)
+- Liger-Kernel `src/liger_kernel/ops/layer_norm.py` (`_layer_norm_backward_kernel`, v0.5.10)
+- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`: `tl.atomic_add(DW_ptr + channel_idx, ...)`,
+  the atomic form, v0.5.10)
+- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_bwd_kernel`: `BS` rows per program, partial
+  `dw + i_s * D` rows, v0.2.2)
+- Triton tutorial `05-layer-norm.py` (`_layer_norm_bwd_dx_fused` + `_layer_norm_bwd_dwdb`: the lock-based
+  GROUP_SIZE_M variant)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.kernels.flow import Flow, Node, args_of, constant, flow_of, has_call, is_call, kwarg, walk
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import assign_targets, custom
+from skel.skeletons.predicates.dots import no_dot
+from skel.skeletons.predicates.loops import loop_carried
+from skel.skeletons.predicates.pointers import pointer_arg, pointer_bases
+from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.programs import grid_stride_loops, pid_names
+from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM
+
+#: Pointer arguments holding a weight or bias gradient (`DW`, `dw_ptr`, `dB`, `dgamma`, `_dW`).
+_PARAM_GRAD = re.compile(r"(?i)_?d_?(w|b|g|weight|bias|gamma|beta|scale|shift)(_\w*)?|\w*(w|b)_?grad\w*|"
+                         r"partial_?d(w|b)\w*")
+_LOCKS = ("tl.atomic_cas", "tl.atomic_xchg")
+
+
+def _pid_axes(fl: Flow, expr: Node) -> set[int]:
+    """Grid axes an expression depends on (-1 for an axis that is not a literal)."""
+    axes = set()
+    for e in fl.closure(expr)[1]:
+        for n in walk(e):
+            if is_call(n, "tl.program_id"):
+                args = args_of(n)
+                a = args[0] if args else kwarg(n, "axis")
+                v = constant(a) if a is not None else 0
+                axes.add(v if isinstance(v, int) else -1)
+    return axes
+
+
+def _shared_atomics(k):
+    """Lines of `tl.atomic_add`s into a vector (`ptr + cols`, or one element per channel
+    in a loop) whose address ignores grid axis 0: all row programs add into the same
+    vector. A single scalar sum outside loops is a split reduction, not a gradient row."""
+    fl = flow_of(k)
+    if not fl.ok or not any(c.name == "tl.program_id" for c in k.calls):
+        return None
+    lines = []
+    for c in fl.named("tl.atomic_add"):
+        addr = c.arg(0, "pointer")
+        if addr is None or 0 in _pid_axes(fl, addr):
+            continue
+        if has_call(fl.closure(addr)[1], "tl.arange") or c.in_loop:
+            lines.append(c.line)  # a vector of columns (or one per channel) every row program adds into
+    return lines
+
+
+def _per_row_gradient_buffer(k):
+    """Lines of stores into a weight-gradient buffer at a row-indexed address (one
+    partial row per program, summed by the host), outside any loop, in a kernel whose
+    program id is a row (`ptr + row * stride`)."""
+    if any(c.name in _LOCKS for c in k.calls):
+        return None  # lock-protected GROUP_SIZE_M partials: already a partial reduction
+    if ONE_ROW_PER_PROGRAM.check(k) is None:
+        return None  # chunked / tiled kernels: their `dw`, `dg` are per-token gradients
+    fl = flow_of(k)
+    if not fl.ok:
+        return None
+    lines = []
+    for c in fl.named("tl.store"):
+        if c.in_loop:
+            continue
+        call = next((x for x in k.calls if x.line == c.line and x.name == "tl.store"), None)
+        bases = pointer_bases(pointer_arg(call), k, c.line) if call is not None else set()
+        addr = c.arg(0, "pointer")
+        if addr is not None and any(_PARAM_GRAD.fullmatch(b) for b in bases) and 0 in _pid_axes(fl, addr):
+            lines.append(c.line)
+    return lines
+
+
+def _row_block_loops(k) -> set[int]:
+    """Loops over a program's own rows: grid-stride / `rows_per_program` loops, or a loop
+    whose start is computed from the row-axis program id (`range(i_sg * BS, T, BT)`); a loop
+    over the channels of a group (`program_id(1)`) is not one."""
+    pids = {t for t, axis in pid_names(k).items() if axis == "0"}
+    for _ in range(2):  # `i_g, i_sg = i_s // GS, i_s % GS`: tuple targets too
+        pids |= {t for a in k.assigns if a.loop_depth == 0 and set(a.names) & pids for t in assign_targets(a)}
+    lines = set(grid_stride_loops(k))
+    for lp in k.loops:
+        if lp.args and (set(IDENT.findall(lp.args[0])) & pids or "tl.program_id" in lp.args[0]):
+            lines.add(lp.line)
+    return lines
+
+
+def _private_partials_after_row_loop(k):
+    """A loop over the program's rows whose carried accumulator is stored once after it,
+    in a kernel without `tl.dot` (a split-K GEMM is another technique)."""
+    if any(c.name == "tl.dot" for c in k.calls):
+        return None
+    loops = _row_block_loops(k)
+    lines = []
+    for lp in k.loops:
+        if lp.line not in loops:
+            continue
+        carried = set(loop_carried(k, lp))
+        for c in k.calls_named("tl.store"):
+            if c.line > lp.end_line and c.loop_depth < lp.depth and any(
+                    n in carried for a in c.args[1:2] for n in IDENT.findall(a)):
+                lines += [lp.line, c.line]
+    return lines
+
+
+PRIVATE_PARTIALS = custom(
+    "private-partial-rows",
+    "a row loop per program (`rows_per_program` / `tl.num_programs` stride) whose accumulator is stored once "
+    "after it", _private_partials_after_row_loop)
+SHARED_GRADIENT_ACCUMULATION = custom(
+    "shared-atomic-gradient", "a `tl.atomic_add` whose address ignores the row axis (all rows add into one "
+    "vector)", _shared_atomics) | custom(
+    "per-row-gradient-buffer", "per-row weight-gradient contributions stored at a row-indexed address "
+    "(a `[n_rows, N]` buffer summed on the host)", _per_row_gradient_buffer)
+NO_ROW_LOOP = custom("no-row-loop", "no loop over rows per program (one program per row)",
+                     lambda k: [] if _row_block_loops(k) else True)
+
+SKELETON = Skeleton(
+    id="persistent-partial-reduction",
+    title="Persistent partial reduction of dW/dB (no atomics, deterministic)",
+    summary="Norm backward: ~SM_count programs each accumulate a private dW/dB row over their rows, then a small sum.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=PRIVATE_PARTIALS,
+    preconditions=[SHARED_GRADIENT_ACCUMULATION, NO_ROW_LOOP, no_dot("a norm backward is row-wise work")],
+    env=Env(),
+    helps=("memory", "latency"),
+)
