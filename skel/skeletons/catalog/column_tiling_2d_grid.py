@@ -97,7 +97,10 @@ def _no_row_reduction(k):
 
 
 def _single_axis(k):
-    return [k.line_start] if program_axes(k) <= {0} else None
+    if not program_axes(k) <= {0}:
+        return None
+    # why-lines point at the statements that read the grid, not the signature
+    return [c.line for c in k.calls_named("tl.program_id")] or True
 
 
 def _block_sized_from_width(k):
