@@ -47,7 +47,7 @@ on the GPU with counting and a prefix sum, never with a host sync. Expert weight
 
 ## References
 - vLLM `vllm/model_executor/layers/fused_moe/fused_moe.py` (`fused_moe_kernel`, `moe_align_block_size`)
-- SGLang `python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py` (`fused_moe_kernel`)
+- SGLang `kernels/ops/moe/fused_moe_triton_kernels.py` (`fused_moe_kernel`) and `kernels/ops/moe/moe_align.py`
 - aiter `aiter/ops/triton/moe_op.py` (`_fused_moe_kernel`) and `aiter/ops/triton/moe_align_block_size.py` (commit 3703a6e300fce12ea1a683641ee50a31cb666a55, 2025-06-26)
 - lightllm `lightllm/common/fused_moe/grouped_fused_moe.py` (`grouped_matmul_kernel`, `moe_align1_kernel`)
 - lmdeploy `lmdeploy/pytorch/kernels/cuda/fused_moe.py` (`fused_moe_kernel`: expert grid over sorted tokens; v0.9.0)
