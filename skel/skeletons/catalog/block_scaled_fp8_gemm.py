@@ -30,6 +30,8 @@ traffic.
 - the hardware has fp8 MMA: sm_89+ (Ada, Hopper, Blackwell) or MI300-class ROCm.
 
 ## Does not apply when
+- the scales are MX e8m0 exponents (`exp2(s - 127)`, 32 values per scale): use
+  `tl.dot_scaled` (`dot-scaled-mx`);
 - the kernel already applies scales to the dot result (`tl.dot(a, b) * a_s[:, None] *
   b_s[None, :]`) or uses `tl.dot_scaled` (MX formats, see `dot-scaled-mx`);
 - per-tensor or per-channel scales: those factor out of the whole K loop — apply them once
@@ -54,9 +56,10 @@ from __future__ import annotations
 
 import re
 
-from skel.kernels.flow import args_of, flow_of, names_in
+from skel.kernels.flow import args_of, binary, flow_of, names_in, operands, walk
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
+from skel.skeletons.predicates.e8m0 import E8M0_DECODE
 from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP
 
 #: Scale names: `a_scale`, `w_scales`, `a_s`, `Bs`, `descale_k`, `x_sf` (not `i_s`, a block start).
@@ -89,8 +92,9 @@ def _scaled_partials(k) -> list[int]:
 
 
 def _dequantised_operands(k) -> list[int]:
-    """A `tl.dot` in a loop whose operand is a tile multiplied by a loaded scale in that loop
-    (`b = (b.to(tl.float32) * b_s).to(tl.bfloat16)`, or `tl.dot(a, b * s)`)."""
+    """A `tl.dot` in a loop whose operand is a tile multiplied by a scale loaded in that loop
+    (`b = (b.to(tl.float32) * b_s).to(tl.bfloat16)`, or `tl.dot(a, b * s)`): a product with
+    the scale on one side, not merely a loaded tile that happens to be called `b_s`."""
     fl = flow_of(k)
     if not fl.ok:
         return []
@@ -101,9 +105,9 @@ def _dequantised_operands(k) -> list[int]:
             continue
         loop = c.loops[-1]
         for arg in args_of(c.node)[:2]:
-            names, exprs = fl.closure(arg, within=loop)
-            text = " ".join(fl.text(e) for e in exprs) + " " + fl.text(arg)
-            if "*" in text and (names | names_in(arg)) & scales:
+            _, exprs = fl.closure(arg, within=loop)
+            if any(binary(n, "*") and any(names_in(side) & scales for side in operands(n))
+                   for e in [arg, *exprs] for n in walk(e)):
                 lines.append(c.line)
                 break
     return lines
@@ -128,6 +132,8 @@ NOT_PACKED_INT4 = ~custom("packed-int4", "packed int4 weights unpacked with shif
 #: Attention over a quantised KV cache dequantises K/V tiles too, but inside an online
 #: softmax: fp8 attention is another technique, not a block-scaled GEMM.
 NOT_ATTENTION = ~ONLINE_SOFTMAX_LOOP
+#: e8m0 (MX) scales decoded by hand belong to `tl.dot_scaled` (`dot-scaled-mx`).
+NOT_MX = ~E8M0_DECODE
 
 SKELETON = Skeleton(
     id="block-scaled-fp8-gemm",
@@ -136,7 +142,7 @@ SKELETON = Skeleton(
     category=Category.ARITHMETIC,
     doc=__doc__,
     present=SCALED_PARTIALS | DOT_SCALED,
-    preconditions=[DEQUANT_IN_LOOP, NOT_PACKED_INT4, NOT_ATTENTION],
+    preconditions=[DEQUANT_IN_LOOP, NOT_PACKED_INT4, NOT_ATTENTION, NOT_MX],
     env=Env(min_cc=89),  # fp8 MMA: Ada, Hopper, Blackwell
     helps=("compute", "memory"),
 )

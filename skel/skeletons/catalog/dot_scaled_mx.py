@@ -46,26 +46,11 @@ cannot run `tl.dot_scaled`.
 
 from __future__ import annotations
 
-import re
-
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom
-
-_E8M0_EXP2 = re.compile(r"-\s*127(\.0*)?\b")
-_E8M0_SHIFT = re.compile(r"<<\s*23\b")
-
-
-def _e8m0_decodes(k) -> list[int]:
-    """`tl.exp2(s.to(tl.float32) - 127)` or `(s.to(tl.int32) << 23)`: an e8m0 exponent turned
-    into a float scale by hand."""
-    texts = [(a.line, a.value, a.calls) for a in k.assigns]
-    lines = [line for line, value, used in texts
-             if _E8M0_SHIFT.search(value) or (_E8M0_EXP2.search(value) and {"tl.exp2", "tl.math.exp2", "exp2"} & set(used))]
-    return lines
-
+from skel.skeletons.conditions import calls
+from skel.skeletons.predicates.e8m0 import E8M0_DECODE
 
 DOT_SCALED = calls("tl.dot_scaled", name="dot-scaled", describe="`tl.dot_scaled`")
-E8M0_BY_HAND = custom("e8m0-decode", "e8m0 scales decoded by hand (`exp2(s - 127)`, `s << 23`)", _e8m0_decodes)
 DOT_IN_LOOP = calls("tl.dot", in_loop=True, name="gemm-loop", describe="a `tl.dot` in a K loop")
 
 SKELETON = Skeleton(
@@ -75,7 +60,7 @@ SKELETON = Skeleton(
     category=Category.ARITHMETIC,
     doc=__doc__,
     present=DOT_SCALED,
-    preconditions=[E8M0_BY_HAND, DOT_IN_LOOP],
+    preconditions=[E8M0_DECODE, DOT_IN_LOOP],
     env=Env(min_cc=100, triton=">=3.3"),  # native block-scaled MMA: Blackwell, Triton 3.3+
     helps=("compute", "memory"),
 )

@@ -40,6 +40,7 @@ the C^T tile writes C with stride-N gaps: fine for small M, costly for large.
 
 ## References
 - SGLang `kernels/ops/moe/fused_moe_triton_kernels.py` (`should_enable_swap_ab`, `invoke_fused_moe_kernel`, `SWAP_AB`)
+- lightllm `lightllm/common/fused_moe/grouped_fused_moe.py` (`grouped_matmul_kernel`: the fp8 path's `tl.zeros((BLOCK_SIZE_N, BLOCK_SIZE_M))` C^T tile)
 - DeepGEMM `deep_gemm/include/deep_gemm/epilogue/sm100_store_cd_swap_ab.cuh` (the CUDA analogue)
 - NVIDIA PTX ISA, `wgmma.mma_async` shapes (M = 64 per warp group)
 """
