@@ -129,13 +129,15 @@ DECODE_QUERY = custom(
     " or a decode kernel)",
     _decode_query)
 
+#: Present: a split (or a per-program lse store) in a decode-attention kernel, or the combine
+#: stage itself. A split-K GEMM's `SPLIT_K` alone is split-k-reduction's, not this.
 SKELETON = Skeleton(
     id="flash-decoding-two-stage",
     title="Flash-decoding: split-KV stage 1 + lse combine stage 2",
     summary="Split a decode query's KV loop across programs (partial o + lse per split), then merge by lse.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
-    present=SPLIT_NAMES | WRITES_LSE | LSE_COMBINE,
+    present=((SPLIT_NAMES | WRITES_LSE) & DECODE_QUERY) | (SPLIT_NAMES & ONLINE_SOFTMAX_LOOP) | LSE_COMBINE,
     preconditions=[ONLINE_SOFTMAX_LOOP, DECODE_QUERY],
     env=Env(),
     helps=("occupancy", "latency"),
