@@ -14,8 +14,8 @@ import pytest
 
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
-from skel.skeletons.predicates import (addresses, autotune, branches, dots, host, loops, masks, names, pointers,
-                                       programs, rows, tiles)
+from skel.skeletons.predicates import (addresses, autotune, branches, dots, e8m0, host, loops, masks, names,
+                                       pointers, programs, rows, softmax_loops, splits, tiles)
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
@@ -1018,3 +1018,70 @@ def test_a_grid_stride_loop_without_merged_partials_is_not_split_k():
             tl.store(part_ptr + pid * N + cols, acc, mask=cols < N)
     ''')
     assert holds(present, partial)
+
+
+# --- serving kernels: splits, online-softmax loops, e8m0 scales ------------------------
+
+DECODE_LOOP = '''
+@triton.jit
+def decode(q, k, o, lse, seq_len, D: tl.constexpr, BS: tl.constexpr):
+    i_bh = tl.program_id(0)
+    o_d = tl.arange(0, D)
+    b_q = tl.load(q + i_bh * D + o_d)
+    m = float("-inf")
+    acc = 0.0
+    for s in range(0, seq_len, BS):
+        o_s = s + tl.arange(0, BS)
+        b_s = tl.sum(b_q[None, :] * tl.load(k + o_s[:, None] * D + o_d[None, :]), 1)
+        m_new = tl.maximum(m, tl.max(b_s, 0))
+        acc = acc * tl.exp(m - m_new) + tl.sum(tl.exp(b_s - m_new), 0)
+        m = m_new
+    tl.store(lse + i_bh, m + tl.log(acc))
+'''
+
+ABSMAX_QUANT_LOOP = '''
+@triton.jit
+def quant_rows(x, y, n_rows, N: tl.constexpr):
+    o = tl.arange(0, N)
+    for r in range(0, n_rows):
+        v = tl.load(x + r * N + o)
+        v = v / (1 + tl.exp(-v))
+        s = tl.maximum(tl.max(tl.abs(v), 0), 1e-6) / 448.0
+        tl.store(y + r * N + o, (v / s).to(tl.float8e4nv))
+'''
+
+
+def test_online_softmax_loops_need_a_running_max():
+    k = kernel(DECODE_LOOP)
+    assert softmax_loops.online_softmax_loops(k) and holds(softmax_loops.ONLINE_SOFTMAX_LOOP, k)
+    assert "tl.exp" in softmax_loops.EXP_CALLS and "tl.maximum" in softmax_loops.MAX_CALLS
+    # an exp (SiLU) and a per-row absmax are not a running max carried across iterations
+    assert not holds(softmax_loops.ONLINE_SOFTMAX_LOOP, kernel(ABSMAX_QUANT_LOOP))
+
+
+def test_split_names():
+    assert not holds(splits.SPLIT_NAMES, kernel(DECODE_LOOP))
+    split = DECODE_LOOP.replace("i_bh = tl.program_id(0)",
+                                "i_bh = tl.program_id(0)\n    split_kv_id = tl.program_id(1)")
+    assert holds(splits.SPLIT_NAMES, kernel(split))
+    assert holds(splits.SPLIT_NAMES, kernel(DECODE_LOOP.replace("BS: tl.constexpr", "BS: tl.constexpr, "
+                                                                                  "NUM_KV_SPLITS: tl.constexpr")))
+
+
+def test_e8m0_decode():
+    src = '''
+    @triton.jit
+    def mx(a, s, o, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x = tl.load(a + i).to(tl.float32)
+        e = tl.load(s + i // 32)
+        {decode}
+        tl.store(o + i, x * scale)
+    '''
+    for decode in ("scale = tl.exp2(e.to(tl.float32) - 127.0)",
+                   "scale = (e.to(tl.int32) << 23).to(tl.float32, bitcast=True)"):
+        k = kernel(src.format(decode=decode))
+        assert e8m0.e8m0_decode_lines(k) and holds(e8m0.E8M0_DECODE, k), decode
+    # a power-of-two rounding of a quantiser's scale is not a decode of a stored exponent
+    k = kernel(src.format(decode="scale = tl.exp2(tl.ceil(tl.log2(tl.max(tl.abs(x), 0))))"))
+    assert not holds(e8m0.E8M0_DECODE, k)

@@ -1,54 +1,56 @@
-"""Split a long reduction (K, or the KV sequence in decode) across programs and merge the parts.
+"""Split a long summed reduction (K of a GEMV or skinny GEMM) across programs and add the parts.
 
 ## What it does
-When a kernel has few output tiles but a long reduction loop — decode attention with one
-query per (batch, head), a GEMV, a skinny GEMM — a grid axis is added that splits the
-reduction range into `NUM_SPLITS` pieces. Each program reduces its piece and writes a
-partial result; the parts are merged either
+When a kernel has few output tiles but a long reduction loop — a GEMV, a skinny GEMM, a
+weight gradient summed over many rows — a grid axis is added that splits the reduction
+range into `NUM_SPLITS` pieces. Each program reduces its piece and writes a partial sum;
+the parts are added either
 
-- by `tl.atomic_add` into a zeroed fp32 output (split-K GEMM: partial sums add), or
-- through a partial buffer and a second small kernel (flash-decoding: each split writes
-  its partial output `o_s` and log-sum-exp `lse_s`; the merge rescales by
-  `exp(lse_s - max_lse)` and normalises).
+- by `tl.atomic_add` into a zeroed fp32 output (split-K GEMM), or
+- through a partial buffer `[NUM_SPLITS, N]` and a second small kernel (or a host `.sum(0)`)
+  that adds the splits in a fixed order (deterministic).
+
+Decode attention splits the same way but merges by log-sum-exp, not by a sum: that is
+`flash-decoding-two-stage`, which this skeleton leaves to it.
 
 ## Why it is faster
-With batch x heads (or M x N tiles) smaller than the SM count, the unsplit kernel runs a
-handful of long programs and leaves most SMs idle; a decode step over a 32K-token cache
-with 8 (batch, head) pairs uses 8 of 132 SMs. Splitting the sequence into S pieces
-multiplies the parallelism by S, and the merge reads only S partial vectors per output.
-The gain is roughly min(S, SMs / programs) for the memory-bound loop, minus the extra
-launch and partial traffic.
+With M x N tiles (or output rows) fewer than the SM count, the unsplit kernel runs a
+handful of long programs and leaves most SMs idle: a GEMV with N = 1024 outputs in blocks
+of 64 over K = 64K is 16 programs for 132 SMs. Splitting K into S pieces multiplies the
+parallelism by S; the merge reads S partial vectors per output. The gain is roughly
+min(S, SMs / programs) for the memory-bound loop, minus the extra launch and partial
+traffic.
 
 ## Applies when
-- the kernel loops over a long, runtime-sized reduction (sequence length, K) with a
-  carried accumulator (`acc += tl.dot/tl.sum`, or an online-softmax `o = o * r + ...`);
-- the output per program is a vector (`q[None, :] * k` vector-matrix products, decode,
+- the kernel loops over a long, runtime-sized reduction (K, rows, a sequence) with a
+  carried sum (`acc += tl.dot/tl.sum`, `acc = tl.dot(a, b, acc)`);
+- the output per program is a vector (`tl.sum(w * x[None, :], 1)` vector-matrix products,
   GEMV), so the grid is small;
+- the loop is not an online softmax (no running `max` with `exp` rescaling: that is
+  attention, see `flash-decoding-two-stage`);
 - the launch grid does not already cover the reduction axis.
 
 ## Does not apply when
-- there are already enough programs to fill the GPU (prefill, large batch x heads,
-  large M x N): splitting adds a merge pass and partial-buffer traffic for nothing;
+- there are already enough programs to fill the GPU (large M x N, many rows): splitting
+  adds a merge pass and partial-buffer traffic for nothing;
 - the loop is a recurrence whose state depends on the previous step (a linear-attention
   scan): the pieces are not independent (use a chunked scan with state passing instead);
+- decode attention with an online softmax: the partials need their lse to merge
+  (`flash-decoding-two-stage`);
 - bitwise reproducibility is required and the merge would use atomics (fp32 atomic
   adds are order-dependent; use the partial buffer + second pass instead);
 - the kernel already splits (`SPLIT_K`, `NUM_KV_SPLITS`, a split id program axis,
   atomic merge of per-program partial sums).
 The number of splits should come from the SM count and the grid
-(`multi_processor_count // (batch * heads)`), not a constant; with atomics the output
-must be zeroed first (and `reset_to_zero` under autotune). With splits rounded up to whole
-blocks, trailing splits can get no tokens: they must write lse = -inf and a zero partial
-(not `b_o / b_l` with `b_l = 0`), or the merge turns the whole row into NaN. The offset
-`bh * seq_len * D` passes 2**31 for long caches: compute it in int64.
+(`multi_processor_count // programs`), not a constant, and never exceed the number of
+K blocks; with atomics the output must be zeroed first (and `reset_to_zero` under
+autotune). Row offsets `n * K` pass 2**31 for large weights: compute them in int64.
 
 ## References
 - Triton `python/triton/ops/matmul.py` (`_kernel`, `SPLIT_K` with atomic_add)
-- SGLang `kernels/ops/attention/decode_attention.py` (`_fwd_kernel_stage1`/`_fwd_kernel_stage2`, `num_kv_splits`)
-- vLLM `vllm/v1/attention/ops/triton_decode_attention.py` (`_fwd_grouped_kernel_stage1`, `_fwd_kernel_stage2`)
-- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`, unsplit) — at `49b00f0a94`, before 2025-07-01
 - flash-linear-attention `fla/ops/common/chunk_h_split.py` (`chunk_fwd_kernel_h_split` + `chunk_fwd_kernel_h_reduction`) — at `49b00f0a94`, before 2025-07-01
 - Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`, atomics) — at `5e3bf99abb`, before 2025-07-01
+- lmdeploy `lmdeploy/pytorch/kernels/cuda/pagedattention.py` (`_get_split_k`: the split count from the SM count; v0.9.0)
 """
 
 from __future__ import annotations
@@ -56,10 +58,12 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_targets, custom, def_line, uses_name
+from skel.skeletons.conditions import assign_targets, custom, def_line
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.programs import grid_stride_loops, program_id_vars
+from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP
+from skel.skeletons.predicates.splits import SPLIT_NAMES
 from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
 
 _REDUCE = {"tl.dot", "tl.sum"}
@@ -219,10 +223,6 @@ def _atomic_partial(k) -> list[int]:
     return lines
 
 
-SPLIT_NAMES = uses_name(
-    r"(?i)split_?k|split_?kv|num_?(kv_?)?splits?|n_?splits?|kv_?splits?|split_(id|idx|indices)|i_split|"
-    r"split_size|max_num_splits",
-    name="split-names", describe="a split of the reduction (`SPLIT_K`, `num_kv_splits`, `split_id`)")
 ATOMIC_PARTIALS = custom("atomic-partial-sums",
                          "an accumulated `tl.dot`/`tl.sum` partial merged with `tl.atomic_add`", _atomic_partial)
 GRID_STRIDE_PARTIALS = custom("grid-stride-partials",
@@ -240,15 +240,19 @@ VECTOR_OUTPUT = custom(
 ) | custom("decode-kernel", "a kernel named for decoding (one query per program)",
            lambda k: [def_line(k)] if re.search(r"(?i)decod", k.name) else None, signature=True)
 
+#: Decode attention (an online softmax over KV blocks) merges its splits by lse, not by a sum:
+#: that is `flash-decoding-two-stage`, with its own template; this skeleton keeps the sums.
+NOT_SOFTMAX_ATTENTION = ~ONLINE_SOFTMAX_LOOP
+
 SKELETON = Skeleton(
     id="split-k-reduction",
-    title="Split-K / split-KV reduction (flash-decoding)",
-    summary="Split a long reduction loop across programs (a split grid axis) and merge partials: fills SMs in decode/GEMV.",
+    title="Split-K reduction across programs (GEMV, skinny GEMM)",
+    summary="Split a long summed reduction (K) across programs (a split grid axis) and add the partials: fills SMs in GEMV.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
     ruled_out_by=(r"\bsplit[\s_-]?k\b", r"\bsplit[\s_-]?kv\b", r"\bflash[\s-]?decoding\b", r"\bnum_kv_splits\b"),
     present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS,
-    preconditions=[LONG_REDUCTION, VECTOR_OUTPUT],
+    preconditions=[LONG_REDUCTION, VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION],
     env=Env(),
     helps=("occupancy", "latency"),
 )

@@ -1,12 +1,11 @@
-"""split-k-reduction: one program per (batch, head) decode attention → split-KV (flash-decoding) + an lse merge.
+"""split-k-reduction: a GEMV with one program per block of outputs → split-K partial sums + a summing pass.
 
 Harness format: docs/harness.md. The before/after launchers are the template shown.
-Single-query (decode) softmax attention over a (batch * heads, T, D) KV cache. The before
-runs one program per (batch, head) over the whole sequence; the after splits the sequence
-over about two programs per SM (from the SM count and the grid, never more splits than
-BS-token blocks), each writing a normalised partial output and its log-sum-exp, and a
-second kernel merges the splits. A split that gets no tokens (T short against the split
-count) writes lse = -inf and a zero output, so the merge gives it zero weight, never NaN.
+y = W @ x with W of shape (N, K), K long and N small (a decode-time projection). The before
+runs one program per BLOCK_N outputs over the whole of K: N = 1024 is 16 programs. The
+after splits K over about two programs per SM (from the SM count and the grid, never more
+splits than K blocks); each writes an fp32 partial row, and a second kernel adds the
+splits in a fixed order (deterministic, unlike an atomic merge).
 """
 
 import torch
@@ -14,125 +13,100 @@ import triton
 import triton.language as tl
 
 SHAPES = {
-    "tiny": dict(BH=3, T=1000, D=64),         # on the CPU: 5 splits of 256 tokens, the last one empty
-    "short": dict(BH=2, T=100, D=64),         # T < 2 * BS: 2 splits, the second one partial
-    "long": dict(BH=8, T=131072, D=128),      # decode, few heads, long cache: 8 programs for 132 SMs
-    "heads": dict(BH=32, T=32768, D=128),
-    "batch": dict(BH=1024, T=4096, D=128),    # does not apply: the unsplit grid already fills the GPU
-    "huge": dict(BH=64, T=270000, D=128),     # past 2**31 elements: i_bh * T * D must be int64
+    "tiny": dict(N=100, K=1000),           # on the CPU: 2 row blocks, 8 K blocks, split 8 ways
+    "short": dict(N=70, K=200),            # K < 2 * BLOCK_K: 2 splits, the second one partial
+    "gemv": dict(N=1024, K=65536),         # 16 programs for 132 SMs: the case it is for
+    "mlp": dict(N=4096, K=14336),          # a down projection at batch 1
+    "wide": dict(N=65536, K=4096),         # does not apply: 1024 row blocks already fill the GPU
+    "huge": dict(N=40000, K=65536),        # past 2**31 elements of W: rn * K must be int64
 }
 CPU_SHAPES = ("tiny", "short")
 CHECK_ONLY = ("huge",)
-FIXED = ("D",)
 DTYPES = ("bfloat16", "float16")
-TOLERANCES = {"bfloat16": (1e-4, 8e-3), "float16": (1e-5, 1e-3)}  # fp32 softmax, one rounding of o
-BS = 64
+TOLERANCES = {"bfloat16": (1e-3, 8e-3), "float16": (1e-3, 2e-3)}  # fp32 sums, one rounding of y
+BLOCK_N = 64
+BLOCK_K = 128
 
 
 def make_inputs(shape, dtype, seed, device):
     g = torch.Generator(device=device).manual_seed(seed)
-    BH, T, D = shape["BH"], shape["T"], shape["D"]
-    q = torch.randn(BH, D, generator=g, device=device).to(dtype)
-    k = torch.randn(BH, T, D, generator=g, device=device).to(dtype)
-    v = torch.randn(BH, T, D, generator=g, device=device).to(dtype)
-    return q, k, v
+    w = torch.randn(shape["N"], shape["K"], generator=g, device=device).to(dtype)
+    x = torch.randn(shape["K"], generator=g, device=device).to(dtype)
+    return w, x
 
 
 def make_outputs(shape, dtype, device):
-    return (torch.empty(shape["BH"], shape["D"], dtype=dtype, device=device),)
+    return (torch.empty(shape["N"], dtype=dtype, device=device),)
 
 
-def reference(q, k, v):
-    p = torch.softmax(torch.einsum("bd,btd->bt", q, k) * q.shape[-1] ** -0.5, dim=-1)
-    return (torch.einsum("bt,btd->bd", p, v),)
+def reference(w, x):
+    return (w @ x,)
 
 
 def bytes_moved(shape, dtype):
-    BH, T, D = shape["BH"], shape["T"], shape["D"]
-    return (2 * BH * T * D + 2 * BH * D) * torch.tensor([], dtype=dtype).element_size()
+    N, K = shape["N"], shape["K"]
+    return (N * K + K + N) * torch.tensor([], dtype=dtype).element_size()
 
 
 def flops(shape, dtype):
-    return 4 * shape["BH"] * shape["T"] * shape["D"]
+    return 2 * shape["N"] * shape["K"]
 
 
 @triton.jit
-def before_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, scale, D: tl.constexpr, BS: tl.constexpr):
-    i_bh = tl.program_id(0).to(tl.int64)
-    o_d = tl.arange(0, D)
-    b_q = tl.load(q_ptr + i_bh * D + o_d).to(tl.float32) * scale
-    b_m = float("-inf")
-    b_l = 0.0
-    b_o = tl.zeros([D], dtype=tl.float32)
-    for i_s in range(0, seq_len, BS):
-        o_s = i_s + tl.arange(0, BS)
-        m_s = o_s < seq_len
-        b_k = tl.load(k_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_v = tl.load(v_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_s = tl.where(m_s, tl.sum(b_q[None, :] * b_k, 1), float("-inf"))
-        b_m_new = tl.maximum(b_m, tl.max(b_s, 0))
-        b_r = tl.exp(b_m - b_m_new)
-        b_p = tl.exp(b_s - b_m_new)
-        b_l = b_l * b_r + tl.sum(b_p, 0)
-        b_o = b_o * b_r + tl.sum(b_p[:, None] * b_v, 0)
-        b_m = b_m_new
-    tl.store(o_ptr + i_bh * D + o_d, (b_o / b_l).to(o_ptr.dtype.element_ty))
+def before_kernel(w_ptr, x_ptr, y_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_n = tl.program_id(0)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_n = rn < N
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        m_k = rk < K
+        x = tl.load(x_ptr + rk, mask=m_k, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + rn.to(tl.int64)[:, None] * K + rk[None, :], mask=m_n[:, None] & m_k[None, :], other=0.0)
+        acc += tl.sum(w.to(tl.float32) * x[None, :], 1)
+    tl.store(y_ptr + rn, acc.to(y_ptr.dtype.element_ty), mask=m_n)
 
 
-def before(q, k, v, o):
-    BH, T, D = k.shape
-    before_kernel[(BH,)](q, k, v, o, T, D ** -0.5, D=D, BS=BS)
+def before(w, x, y):
+    N, K = w.shape
+    before_kernel[(triton.cdiv(N, BLOCK_N),)](w, x, y, N, K, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K)
 
 
 @triton.jit
-def after_kernel(q_ptr, k_ptr, v_ptr, o_part_ptr, lse_part_ptr, seq_len, scale, num_splits,
-                 D: tl.constexpr, BS: tl.constexpr):
-    # grid = (batch * heads, num_splits); after_merge combines the num_splits partials by their lse
-    i_bh = tl.program_id(0).to(tl.int64)
+def after_kernel(w_ptr, x_ptr, part_ptr, N, K, num_splits, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid = (row blocks, num_splits); after_sum adds the num_splits partial rows
+    pid_n = tl.program_id(0)
     split_id = tl.program_id(1)
-    split_len = tl.cdiv(tl.cdiv(seq_len, num_splits), BS) * BS
+    split_len = tl.cdiv(tl.cdiv(K, num_splits), BLOCK_K) * BLOCK_K
     start = split_id * split_len
-    end = tl.minimum(start + split_len, seq_len)
-    o_d = tl.arange(0, D)
-    b_q = tl.load(q_ptr + i_bh * D + o_d).to(tl.float32) * scale
-    b_m = float("-inf")
-    b_l = 0.0
-    b_o = tl.zeros([D], dtype=tl.float32)
-    for i_s in range(start, end, BS):
-        o_s = i_s + tl.arange(0, BS)
-        m_s = o_s < end
-        b_k = tl.load(k_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_v = tl.load(v_ptr + i_bh * seq_len * D + o_s[:, None] * D + o_d[None, :], mask=m_s[:, None], other=0.0)
-        b_s = tl.where(m_s, tl.sum(b_q[None, :] * b_k, 1), float("-inf"))
-        b_m_new = tl.maximum(b_m, tl.max(b_s, 0))
-        b_r = tl.exp(b_m - b_m_new)
-        b_p = tl.exp(b_s - b_m_new)
-        b_l = b_l * b_r + tl.sum(b_p, 0)
-        b_o = b_o * b_r + tl.sum(b_p[:, None] * b_v, 0)
-        b_m = b_m_new
-    part = i_bh * num_splits + split_id
-    b_l = tl.where(b_l > 0, b_l, 1.0)  # a split past the end of T: o = 0, lse = -inf, zero weight in the merge
-    tl.store(o_part_ptr + part * D + o_d, b_o / b_l)
-    tl.store(lse_part_ptr + part, b_m + tl.log(b_l))
+    end = tl.minimum(start + split_len, K)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_n = rn < N
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for k0 in range(start, end, BLOCK_K):  # a split past the end of K runs no step: its partial is 0
+        rk = k0 + tl.arange(0, BLOCK_K)
+        m_k = rk < end
+        x = tl.load(x_ptr + rk, mask=m_k, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + rn.to(tl.int64)[:, None] * K + rk[None, :], mask=m_n[:, None] & m_k[None, :], other=0.0)
+        acc += tl.sum(w.to(tl.float32) * x[None, :], 1)
+    tl.store(part_ptr + split_id * N + rn, acc, mask=m_n)
 
 
 @triton.jit
-def after_merge(o_part_ptr, lse_part_ptr, o_ptr, num_splits, D: tl.constexpr, BLOCK_SPLITS: tl.constexpr):
-    i_bh = tl.program_id(0).to(tl.int64)
-    o_p = tl.arange(0, BLOCK_SPLITS)
-    m_p = o_p < num_splits
-    o_d = tl.arange(0, D)
-    lse = tl.load(lse_part_ptr + i_bh * num_splits + o_p, mask=m_p, other=float("-inf"))
-    w = tl.exp(lse - tl.max(lse, 0))
-    b_o = tl.load(o_part_ptr + (i_bh * num_splits + o_p)[:, None] * D + o_d[None, :], mask=m_p[:, None], other=0.0)
-    tl.store(o_ptr + i_bh * D + o_d, (tl.sum(w[:, None] * b_o, 0) / tl.sum(w, 0)).to(o_ptr.dtype.element_ty))
+def after_sum(part_ptr, y_ptr, N, num_splits, BLOCK_N: tl.constexpr):
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_n = rn < N
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for s in range(0, num_splits):  # a fixed order: the same bits on every run
+        acc += tl.load(part_ptr + s * N + rn, mask=m_n, other=0.0)
+    tl.store(y_ptr + rn, acc.to(y_ptr.dtype.element_ty), mask=m_n)
 
 
-def after(q, k, v, o):
-    BH, T, D = k.shape
-    sms = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 8
-    num_splits = max(1, min(triton.cdiv(T, BS), 2 * sms // BH))
-    o_part = torch.empty(BH, num_splits, D, dtype=torch.float32, device=q.device)
-    lse_part = torch.empty(BH, num_splits, dtype=torch.float32, device=q.device)
-    after_kernel[(BH, num_splits)](q, k, v, o_part, lse_part, T, D ** -0.5, num_splits, D=D, BS=BS)
-    after_merge[(BH,)](o_part, lse_part, o, num_splits, D=D, BLOCK_SPLITS=triton.next_power_of_2(num_splits))
+def after(w, x, y):
+    N, K = w.shape
+    row_blocks = triton.cdiv(N, BLOCK_N)
+    sms = torch.cuda.get_device_properties(w.device).multi_processor_count if w.is_cuda else 8
+    num_splits = max(1, min(triton.cdiv(K, BLOCK_K), 2 * sms // row_blocks))
+    part = torch.empty(num_splits, N, dtype=torch.float32, device=w.device)
+    after_kernel[(row_blocks, num_splits)](w, x, part, N, K, num_splits, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K)
+    after_sum[(row_blocks,)](part, y, N, num_splits, BLOCK_N=BLOCK_N)

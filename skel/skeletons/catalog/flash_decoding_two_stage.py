@@ -1,0 +1,142 @@
+"""Flash-decoding: split a decode query's KV sequence across programs, then merge the splits by their lse.
+
+## What it does
+A decode-attention kernel written one program per (batch, head) — or per (batch, KV head)
+with the group's query heads packed — walks the whole KV cache in one loop with an online
+softmax. Flash-decoding adds a grid axis over the sequence and turns it into two kernels:
+
+- **stage 1**, grid `(batch, heads, num_kv_splits)`: program `split_id` runs the same
+  online-softmax loop over its slice `[split_id * L, min((split_id + 1) * L, T))` and
+  writes a normalised partial output `o_s = acc / l` and its log-sum-exp
+  `lse_s = m + log(l)` to small fp32 buffers `[batch, heads, num_kv_splits, (D | 1)]`;
+- **stage 2** (combine), grid `(batch, heads)`: loads the `num_kv_splits` partials,
+  `w_s = exp(lse_s - max_s lse_s)`, and writes `sum_s w_s * o_s / sum_s w_s`.
+
+Both stages are exact: the lse merge is the same algebra as the online rescale.
+
+## Why it is faster
+Decode is bound by reading the KV cache, and a (batch x heads) grid smaller than the SM
+count reads it with a handful of programs: 8 sequences x 8 KV heads over a 32K-token cache
+is 64 programs for 132 SMs, each a long serial loop. S splits multiply the programs by S,
+so every SM streams KV at full bandwidth; the combine reads only `S x D` floats per head.
+The gain is about min(S, SMs / programs) minus one small extra launch.
+
+## Applies when
+- a decode attention kernel (one query row per head — scores as `tl.sum(q[None, :] * k, 1)`
+  — or a tile of a KV group's query heads, or a kernel named for decoding) loops over KV
+  blocks with an online softmax (`exp` and a running `max`), the loop bound a runtime
+  sequence length;
+- the launch grid has no axis over the sequence (no `num_kv_splits` / `SPLIT_K` /
+  segment index).
+
+## Does not apply when
+- prefill, or large batch x heads: the unsplit grid already fills the GPU and the split
+  only adds the partial round trip and a second launch;
+- short contexts (a few KV blocks): each split gets one block or none; choose the split
+  count from `multi_processor_count`, batch and heads, and cap it by the number of KV
+  blocks;
+- the kernel already splits (a split-id program axis, `NUM_KV_SPLITS`, vLLM's
+  `NUM_SEGMENTS_PER_SEQ`), or is the combine kernel itself;
+- the reduction is a plain sum (split-K GEMM / GEMV): use `split-k-reduction`, whose
+  partials add without an lse.
+A split that gets no tokens (T short against the split count) must write lse = -inf and
+a zero partial, never `acc / l` with `l = 0`, or the merge turns the row into NaN. Store
+the partials in fp32. For GQA, pack the group's heads first (`gqa-head-packing`): it
+divides the grid by the group size, which is what makes splitting necessary.
+
+## References
+- SGLang `kernels/ops/attention/decode_attention.py` (`_fwd_kernel_stage1`, `_fwd_grouped_kernel_stage1`, `_fwd_kernel_stage2`)
+- vLLM `vllm/v1/attention/ops/triton_decode_attention.py` (`_fwd_kernel_stage1`, `_fwd_kernel_stage2`)
+- lmdeploy `lmdeploy/pytorch/kernels/cuda/pagedattention.py` (`_fwd_grouped_split_kernel`, `_reduce_split_kernel`, `_get_split_k`; v0.9.0)
+- lightllm `lightllm/models/llama/triton_kernel/flash_decoding_stage1.py` / `flash_decoding_stage2.py` (`_fwd_kernel_flash_decode_stage1`, `_fwd_kernel_flash_decode_stage2`)
+- flash-linear-attention `fla/ops/attn/decoding.py` (`naive_attn_decoding_kernel`: one program per head, unsplit; v0.2.2)
+- Dao et al., "Flash-Decoding for long-context inference" (2023)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.kernels.flow import args_of, flow_of
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import assign_targets, custom
+from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP, online_softmax_loops
+from skel.skeletons.predicates.splits import SPLIT_NAMES
+
+#: `q[None, :] * k` or `k * q[None, :]`: one query row against a block of keys.
+_VEC_MAT = re.compile(r"\[\s*None\s*,\s*:\s*\]\s*\*|\*\s*[\w.]+\s*\[\s*None\s*,\s*:\s*\]")
+#: A tile of query heads: `cur_head = i_kvh * G + tl.arange(0, BLOCK_H)`.
+_HEAD_TILE_TARGET = re.compile(r"(?i)\w*head\w*|(o|offs?|cur|i)_(h|hq|g)|o_heads?")
+_HEAD_TILE_WIDTH = re.compile(r"BLOCK_H\w*|Q_HEAD_NUM|BLOCK_HQ|BLOCK_G|G|GROUP_SIZE|\w*HEAD\w*")
+
+
+def _vector_scores(k) -> list[int]:
+    """`tl.sum(q[None, :] * k, 1)` inside an online-softmax loop: one query row per program."""
+    fl = flow_of(k)
+    loops = set(online_softmax_loops(k))
+    return [c.line for c in fl.named("tl.sum")
+            if args_of(c.node) and _VEC_MAT.search(fl.text(args_of(c.node)[0]))
+            and any(lp.line in loops for lp in c.loops)]
+
+
+def _head_tiles(k) -> list[int]:
+    """An index tile over query heads, outside loops (a packed GQA group)."""
+    lines = []
+    for a in k.assigns:
+        if a.loop_depth or "tl.arange" not in a.calls:
+            continue
+        m = re.search(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", a.value)
+        if m and _HEAD_TILE_WIDTH.fullmatch(m.group(1)) and any(_HEAD_TILE_TARGET.fullmatch(t) for t in a.targets):
+            lines.append(a.line)
+    return lines
+
+
+def _decode_query(k) -> list[int]:
+    return _vector_scores(k) + _head_tiles(k)
+
+
+def _lse_stores(k) -> list[int]:
+    """`tl.store(lse_ptr + ..., m + tl.log(l))`: each program writes the log-sum-exp of its
+    partial, which only a later merge reads (stage 1 of a split; lightllm names no split)."""
+    logs = re.compile(r"\btl\.(math\.)?log2?\(")
+    lse_names = {t for a in k.assigns if logs.search(a.value) for t in assign_targets(a)}
+    return [c.line for c in k.calls_named("tl.store")
+            if len(c.args) > 1 and (logs.search(c.args[1]) or c.args[1].strip() in lse_names)]
+
+
+def _combine_loops(k) -> list[int]:
+    """An online-softmax loop with no score product inside (no `tl.dot`, no `tl.sum(a * b)`)
+    and no store: it rescales loaded partials by their lse — the combine stage itself."""
+    lines = []
+    for line in online_softmax_loops(k):
+        lp = next(lp for lp in k.loops if lp.line == line)
+        inside = [c for c in k.calls if lp.line <= c.line <= lp.end_line]
+        if not any(c.name in ("tl.dot", "tl.store") or (c.name == "tl.sum" and c.args and "*" in c.args[0])
+                   for c in inside):  # a store per step is a recurrence (RWKV's wkv), not a merge
+            lines.append(line)
+    return lines
+
+
+WRITES_LSE = custom("writes-partial-lse", "a log-sum-exp stored per program (`m + tl.log(l)`: a split's partial)",
+                    _lse_stores)
+LSE_COMBINE = custom("lse-combine", "a loop merging loaded partials by their lse (the combine stage)",
+                     _combine_loops)
+DECODE_QUERY = custom(
+    "decode-query",
+    "a decode query (one query row per head, `tl.sum(q[None, :] * k, 1)`; a tile of a KV group's query heads)",
+    _decode_query) | custom("decode-kernel", "a kernel named for decoding (one query per program)",
+                            lambda k: [k.line_start] if re.search(r"(?i)decod", k.name) else None, signature=True)
+
+#: Present: a split (or a per-program lse store) in a decode-attention kernel, or the combine
+#: stage itself. A split-K GEMM's `SPLIT_K` alone is split-k-reduction's, not this.
+SKELETON = Skeleton(
+    id="flash-decoding-two-stage",
+    title="Flash-decoding: split-KV stage 1 + lse combine stage 2",
+    summary="Split a decode query's KV loop across programs (partial o + lse per split), then merge by lse.",
+    category=Category.DECOMPOSITION,
+    doc=__doc__,
+    present=((SPLIT_NAMES | WRITES_LSE) & DECODE_QUERY) | (SPLIT_NAMES & ONLINE_SOFTMAX_LOOP) | LSE_COMBINE,
+    preconditions=[ONLINE_SOFTMAX_LOOP, DECODE_QUERY],
+    env=Env(),
+    helps=("occupancy", "latency"),
+)
