@@ -66,7 +66,7 @@ def _configs(text: str) -> list[str]:
             if depth == 0:
                 break
             j += 1
-        out.append("".join(text[i + len("Config("):j].split()))
+        out.append("".join(text[i + len("Config("):j].split()).replace('"', "'"))
         i = j
     out += [f"{var} in {''.join(vals.split())}" for var, vals in re.findall(r"for\s+(\w+)\s+in\s+(\[[^\]]*\])", text)]
     return out
