@@ -67,8 +67,9 @@ AUTOTUNE = ('@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=4)
             'triton.Config({"BLOCK": 128}, num_warps=4)],\n                 key=["N"])\n')
 
 
-def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
+def git(repo: Path, *args: str, date: str = "2024-01-01T00:00:00+00:00") -> str:
+    env = {"GIT_COMMITTER_DATE": date,
+           "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
            "GIT_COMMITTER_EMAIL": "ada@example.com", "PATH": "/usr/bin:/bin:/usr/local/bin",
            "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
@@ -87,7 +88,7 @@ def commit(repo: Path, message: str, date: str, files: dict[str, str | bytes | N
         else:
             p.write_text(content.lstrip())
         git(repo, "add", rel)
-    git(repo, "commit", "-q", "-m", message, "--date", date)
+    git(repo, "commit", "-q", "-m", message, "--date", date, date=date)
     return git(repo, "rev-parse", "HEAD")
 
 
@@ -292,3 +293,34 @@ def test_suggest_evidence_line_reads_history(mined, tmp_path):
     assert f"; {s.history}" in render.text(results)
     others = [s for r in results for s in r.suggestions if s.id != "exp2-log2e-folding"]
     assert others and not any(o.history for o in others), "only techniques with history get the line"
+
+
+def test_since_limits_the_first_run(repo, tmp_path):
+    store = tmp_path / "store"
+    report = mine(repo, store, since="2024-01-04T00:00:00+00:00")
+    assert report.commits_read == report.commits_walked == 5
+    assert {e.message for e in events_of(store)} == {"scale: drop autotune", "move kernels"}
+    again = mine(repo, store, since="2023-01-01")
+    assert again.up_to_date
+
+
+def test_merge_is_read_against_its_first_parent(repo, tmp_path):
+    import shutil
+
+    clone = tmp_path / "clone"
+    shutil.copytree(repo, clone)
+    git(clone, "checkout", "-q", "-b", "side")
+    text = (clone / "ops_k.py").read_text()
+    commit(clone, "side: autotune add_kernel", "2024-03-01T10:00:00+00:00",
+           {"ops_k.py": text.replace("@triton.jit\ndef add_kernel",
+                                     '@triton.autotune(configs=[triton.Config({}, num_warps=4)], key=["N"])\n'
+                                     "@triton.jit\ndef add_kernel")})
+    git(clone, "checkout", "-q", "main")
+    commit(clone, "main: a helper", "2024-03-02T10:00:00+00:00", {"util.py": "X = 2\n"})
+    date = "2024-03-03T10:00:00+00:00"
+    git(clone, "merge", "-q", "--no-ff", "side", "-m", "merge side", date=date)
+    store = tmp_path / "store"
+    mine(clone, store)
+    got = [(e.message, e.kernel, e.technique, e.kind) for e in events_of(store) if e.date >= "2024-03"]
+    assert got == [("merge side", "add_kernel", "autotune-configs", "introduced")], \
+        "the side branch's commit is not walked; the merge brings its change, once"
