@@ -324,3 +324,19 @@ def test_merge_is_read_against_its_first_parent(repo, tmp_path):
     got = [(e.message, e.kernel, e.technique, e.kind) for e in events_of(store) if e.date >= "2024-03"]
     assert got == [("merge side", "add_kernel", "autotune-configs", "introduced")], \
         "the side branch's commit is not walked; the merge brings its change, once"
+
+
+def test_store_redo_keeps_reviews_and_never_leaves_temp_files(tmp_path):
+    from skel.store.history import Draft, HistoryStore, RepoState
+
+    hs = HistoryStore(tmp_path / "store")
+    d = Draft(id="abcdef1234", repo="r", commit="c" * 40, date="2024-01-01", author="a", message="m", numbers=[],
+              path="k.py", kernel="k", changed=["+ launch num_warps=8"], reason="tracked launch/tile facts changed")
+    state = RepoState(repo="r", root=str(tmp_path), last_commit="c" * 40)
+    hs.commit_batch([], [d], state)
+    hs.review("abcd", "rejected", "a bug fix", "2024-02-01")
+    redo = Draft(**{**d.to_dict(), "review": "pending", "note": ""})
+    hs.commit_batch([], [redo], state)  # a batch read again after a crash
+    (got,) = hs.drafts()
+    assert (got.review, got.note, got.listed_as) == ("rejected", "a bug fix", "rejected")
+    assert sorted(p.name for p in hs.dir.iterdir()) == ["drafts.jsonl", "state.json"]

@@ -13,7 +13,7 @@ language, a repository's history — is one more class here, not a fork of the m
 - ``GitBlobs(repo, [(rel, blob), ...])``: chosen blobs of a repository (a commit's changed
   files before and after), for history mining.
 
-All three apply the same filters, size limit and skip reasons (skel/miner/walk.py).
+All of them apply the same filters, size limit and skip reasons (skel/miner/walk.py).
 
 Errors: a source that cannot be found — a missing path, a package that is not installed, a
 folder that is not a git repository, a revision or path the repository does not have —
