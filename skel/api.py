@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, overload
 from skel.errors import InputError, UsageError
 
 if TYPE_CHECKING:
+    from skel.miner.history import HistoryReport
     from skel.miner.mine import MineReport
     from skel.miner.sources import Source
     from skel.retriever.suggest import KernelResult
     from skel.skeletons.base import Skeleton, Target
     from skel.skeletons.status import StatusReport
+    from skel.store.history import Draft, HistoryEvent, HistoryStore, TechniqueHistory
     from skel.store.knowledge import KnowledgeBase, SourceRecord
     from skel.verifier.run import VerifyResult
 
@@ -54,10 +56,15 @@ class SkeletonEvidence:
     sources: list[str]  # the repositories they come from
     examples: list[str]  # up to five of them, as source@version:file:line:function
     status: StatusReport
+    history: TechniqueHistory | None = None  # commits that introduced it (skel mine --history)
 
     def to_dict(self) -> dict[str, Any]:
+        hist = None
+        if self.history is not None:
+            hist = {"line": self.history.line(), "commits": self.history.commits, "repos": self.history.repos,
+                    "latest": [e.to_dict() for e in self.history.events[:5]]}
         return {"kernels": self.kernels, "sources": self.sources, "examples": self.examples,
-                "verification": self.status.to_dict()}
+                "verification": self.status.to_dict(), "history": hist}
 
 
 @dataclass
@@ -150,7 +157,13 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     from skel.retriever.suggest import suggest as rank
 
     kb = open_store(store, create=False)
-    return rank(path, kb, kernel=kernel, k=k, bound=bound, target=target)
+    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target)
+    introduced = _history_of(kb)
+    for r in results:
+        for s in r.suggestions:
+            if s.id in introduced:
+                s.history = introduced[s.id].line()
+    return results
 
 
 # --- the catalog -------------------------------------------------------------------------
@@ -197,7 +210,8 @@ def show(skeleton_id: str, *, store: str | None = None,
         return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report)
     technique = kb.stats().of(s.id)
     return s, SkeletonEvidence(kernels=technique.kernels, sources=technique.sources,
-                               examples=[r.location for r in kb.using(s.id, limit=5)], status=report)
+                               examples=[r.location for r in kb.using(s.id, limit=5)], status=report,
+                               history=_history_of(kb).get(s.id))
 
 
 # --- mine --------------------------------------------------------------------------------
@@ -242,6 +256,112 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
         return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress)
     except OSError as exc:  # the source vanished, or git failed while reading it
         raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
+
+
+# --- history -----------------------------------------------------------------------------
+
+def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
+    """The history files of a store (skel/store/history.py). Reading never creates: a
+    missing default store is None (nothing mined), a missing explicit one an error."""
+    from skel.errors import StoreError
+    from skel.store.history import HistoryStore
+    from skel.store.knowledge import default_location
+
+    location = store or default_location()
+    if not create and not location.startswith(("http://", "https://")) and not Path(location).exists():
+        if store:
+            raise StoreError(f"no knowledge base at {location} (run `skel mine` first, or pass --store)")
+        return None
+    return HistoryStore(location)
+
+
+def _history_of(kb: KnowledgeBase | None) -> dict[str, TechniqueHistory]:
+    """Commits that introduced each technique, for evidence lines; {} without history (or
+    for a remote store, which keeps none)."""
+    from skel.store.history import HistoryStore
+
+    if kb is None or kb.location.startswith(("http://", "https://")):
+        return {}
+    return HistoryStore(kb.location).by_technique("introduced")
+
+
+def mine_history(repo: str, *, rev: str | None = None, since: str | None = None, max_commits: int | None = None,
+                 source: str | None = None, jobs: int | None = None, store: str | None = None,
+                 progress: Progress | None = None) -> HistoryReport:
+    """Walk ``repo``'s commits (first-parent, oldest first, only those after the last
+    run's) and record the techniques each introduced, removed or refined, and drafts for
+    optimisation-looking changes no skeleton explains. Interrupting is safe: at most the
+    current batch of commits is read again next time."""
+    from skel.miner.history import mine_history as run
+    from skel.store.knowledge import cache_dir
+
+    if max_commits is not None and max_commits < 1:
+        raise UsageError("--max-commits must be at least 1")
+    hs = _history_store(store, create=True)
+    assert hs is not None
+    try:
+        return run(repo, hs, name=source, rev=rev or "HEAD", since=since, max_commits=max_commits, jobs=jobs,
+                   cache_root=cache_dir(), progress=progress)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from exc
+    except OSError as exc:
+        raise InputError(f"reading the history of {repo}: {exc.strerror or exc}") from exc
+
+
+def history_events(*, store: str | None = None, repo: str | None = None, technique: str | None = None,
+                   kind: str | None = None) -> list[HistoryEvent]:
+    """Events recorded by history mining, latest first, optionally filtered."""
+    from skel.store.history import KINDS
+
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"--kind {kind!r}: one of {', '.join(KINDS)}")
+    hs = _history_store(store, create=False)
+    events = hs.events(repo) if hs else []
+    return [e for e in reversed(events) if (technique is None or e.technique == technique)
+            and (kind is None or e.kind == kind)]
+
+
+def drafts(*, store: str | None = None, repo: str | None = None, review: str | None = None) -> list[Draft]:
+    """Draft candidates (changes that look like optimisations no skeleton explains),
+    latest first; ``review`` keeps pending, accepted or rejected ones."""
+    from skel.store.history import REVIEWS
+
+    if review is not None and review not in REVIEWS:
+        raise UsageError(f"--review {review!r}: one of {', '.join(REVIEWS)}")
+    hs = _history_store(store, create=False)
+    found = hs.drafts(repo) if hs else []
+    return [d for d in reversed(found) if review is None or d.review == review]
+
+
+def review_draft(draft_id: str, decision: str, note: str = "", *, store: str | None = None) -> Draft:
+    """Record a person's review of a draft: "accepted" (listed as a skeleton to write; no
+    code is generated) or "rejected"."""
+    import time
+
+    hs = _history_store(store, create=False)
+    if hs is None:
+        raise InputError("no history mined yet (run `skel mine --history REPO`)")
+    return hs.review(draft_id, decision, note, time.strftime("%Y-%m-%d", time.gmtime()))
+
+
+def export_event(event_id: str, out_dir: str | Path, *, store: str | None = None) -> Path:
+    """Write a history event's before/after kernels as a harness file to complete
+    (skel/miner/export.py); returns its path."""
+    from skel.miner.export import export
+    from skel.store.history import HistoryEvent
+
+    hs = _history_store(store, create=False)
+    if hs is None:
+        raise InputError("no history mined yet (run `skel mine --history REPO`)")
+    found = hs.find(event_id)
+    if not isinstance(found, HistoryEvent):
+        raise UsageError(f"{found.id} is a draft, not a history event (`skel history list`)")
+    try:
+        return export(found, hs.state(found.repo), Path(out_dir))
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from exc
+    except OSError as exc:
+        raise InputError(f"writing to {out_dir}: {exc.strerror or exc}") from exc
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -95,19 +95,32 @@ def cli(debug: bool) -> None:
 @click.option("--version", "version", metavar="V", help="Version recorded (default: git HEAD or package version).")
 @click.option("--rev", metavar="REV", help="With PATH in a git repository: mine the tree at this commit, branch or tag "
               "(read from git, nothing checked out; version = the commit).")
+@click.option("--history", is_flag=True, help="Mine PATH's commit history instead: the techniques each commit "
+              "introduced, removed or refined, and drafts for unexplained optimisations (--rev: up to this commit).")
+@click.option("--since", metavar="DATE", help="With --history: only commits after DATE (first run of a repository).")
+@click.option("--max-commits", type=click.IntRange(1, None), default=None,
+              help="With --history: read at most N commits (oldest first); the next run continues.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, jobs, store, as_json, no_progress):
+def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, as_json, no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
-    (a repository at another revision with --rev).
+    (a repository at another revision with --rev; its commit history with --history).
 
     Finds every @triton.jit kernel (all spellings, stacked under autotune/heuristics) with
     libcst, records which catalog techniques each uses, where (path, function, lines,
     version) and which tests exercise it. Unchanged files are skipped on re-mines; bad
     files are reported and skipped; an interrupted mine resumes where it stopped.
+
+    With --history, PATH is a git repository (bare ones too): every first-parent commit
+    that changes a kernel file is compared before/after; a re-run reads only new commits.
     """
+    if history:
+        _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
+        return
+    if since or max_commits:
+        raise click.UsageError("--since and --max-commits go with --history")
     show = not (no_progress or as_json) and sys.stderr.isatty()
     bars: dict[str, object] = {}
 
@@ -151,6 +164,47 @@ def mine(path, package, source, version, rev, jobs, store, as_json, no_progress)
         click.echo(table(["file", "reason"], [[s.rel, s.reason] for s in report.skipped[:50]]))
         if len(report.skipped) > 50:
             click.echo(f"... and {len(report.skipped) - 50} more (see --json)")
+
+
+def _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress):
+    if package or version or not path:
+        raise click.UsageError("--history takes PATH, a git repository (not --package or --version)")
+    show = not (no_progress or as_json) and sys.stderr.isatty()
+
+    def progress(done: int, total: int, label: str) -> None:
+        if show:
+            click.echo(f"\r{label}: {done}/{total}", err=True, nl=done >= total)
+
+    try:
+        report = api.mine_history(path, rev=rev, since=since, max_commits=max_commits, source=source, jobs=jobs,
+                                  store=store, progress=progress)
+    except KeyboardInterrupt:
+        click.echo("\nskel: interrupted; the history store is consistent — run the same command again to finish.",
+                   err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if as_json:
+        click.echo(__import__("json").dumps(report.to_dict(), indent=2))
+        return
+    from skel.tables import table
+
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    if report.up_to_date:
+        click.echo(f"history of {report.repo} is up to date at {report.last_commit[:8]}: no new commit to read "
+                   f"({report.seconds:.1f}s)")
+        return
+    start = f"after {report.start[:8]}" if report.start else "from the first commit"
+    click.echo(f"mined the history of {report.repo} {start} to {report.last_commit[:8]} in {report.seconds:.1f}s "
+               f"({report.jobs} jobs)")
+    click.echo(table(["commits walked", "read", "touching kernels", "kernel files", "parsed", "from cache",
+                      "introduced", "removed", "refined", "drafts", "skipped"],
+                     [[report.commits_walked, report.commits_read, report.commits_kernels, report.files_extracted,
+                       report.parsed, report.cached, report.events.get("introduced", 0),
+                       report.events.get("removed", 0), report.events.get("refined", 0), report.drafts,
+                       len(report.skipped)]]))
+    if report.more:
+        click.echo(f"stopped after {report.commits_read} commits (--max-commits): run again to continue")
+    click.echo("events: `skel history list`; drafts to review: `skel skeletons list --drafts`")
 
 
 # --- suggest -----------------------------------------------------------------------------
@@ -288,12 +342,19 @@ def skeletons() -> None:
 
 @skeletons.command("list")
 @click.option("--category", help="Only this category (substring match).")
+@click.option("--drafts", "show_drafts", is_flag=True, help="List the draft candidates found by history mining "
+              "instead (changes that look like optimisations no skeleton explains), for review.")
+@click.option("--review", type=click.Choice(["pending", "accepted", "rejected"]),
+              help="With --drafts: only drafts with this review.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @target_options
-def skeletons_list(category, as_json, store, backend, arch, triton_version):
+def skeletons_list(category, show_drafts, review, as_json, store, backend, arch, triton_version):
     """List every skeleton: id, category, status (computed from verification runs in the
-    target environment), summary."""
+    target environment), summary. With --drafts: the draft candidates to review."""
+    if show_drafts:
+        _list_drafts(review, as_json, store)
+        return
     items = api.list_skeletons(category, store=store, target=api.parse_target(backend, arch, triton_version))
     if as_json:
         from dataclasses import asdict
@@ -304,6 +365,47 @@ def skeletons_list(category, as_json, store, backend, arch, triton_version):
 
     click.echo(table(["id", "status", "category", "summary"],
                      [[s.id, s.status, s.category, s.summary] for s in items], max_width=140))
+
+
+def _list_drafts(review, as_json, store):
+    found = api.drafts(store=store, review=review)
+    if as_json:
+        click.echo(__import__("json").dumps([d.to_dict() | {"listed_as": d.listed_as} for d in found], indent=2))
+        return
+    if not found:
+        click.echo("no draft candidates (mine a repository's history: `skel mine --history REPO`)")
+        return
+    from skel.tables import table
+
+    click.echo(f"{len(found)} draft candidate(s): changes that look like optimisations no skeleton explains. "
+               "Drafts are never suggested; review each with `skel skeletons draft accept|reject ID`.")
+    rows = [[d.id, d.listed_as, d.date[:10], f"{d.repo}@{d.short}", f"{d.path}:{d.after[0] if d.after else ''}",
+             d.kernel, "; ".join(d.changed[:3]) + (" ..." if len(d.changed) > 3 else ""), d.message[:60]]
+            for d in found]
+    click.echo(table(["id", "status", "date", "commit", "file", "kernel", "what changed", "message"], rows,
+                     max_width=160))
+
+
+@skeletons.group("draft")
+def skeletons_draft() -> None:
+    """Review a draft candidate found by history mining."""
+
+
+def _review(decision: str):
+    @click.argument("draft_id")
+    @click.option("--note", default="", metavar="TEXT", help="Why (kept with the review).")
+    @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+    def command(draft_id, note, store):
+        d = api.review_draft(draft_id, decision, note, store=store)
+        click.echo(f"draft {d.id} ({d.kernel}, {d.repo}@{d.short}) {decision}: {d.listed_as}"
+                   + (f" — {d.note}" if d.note else ""))
+    command.__doc__ = {"accepted": "Accept a draft: it is listed as a skeleton to write (no code is generated).",
+                       "rejected": "Reject a draft: not an optimisation worth a skeleton."}[decision]
+    return command
+
+
+skeletons_draft.command("accept")(_review("accepted"))
+skeletons_draft.command("reject")(_review("rejected"))
 
 
 @skeletons.command("show")
@@ -319,6 +421,49 @@ def skeletons_show(skeleton_id, fmt, as_json, store, backend, arch, triton_versi
 
     s, evidence = api.show(skeleton_id, store=store, target=api.parse_target(backend, arch, triton_version))
     click.echo(render_skeleton(s, "json" if as_json else fmt, evidence.to_dict()), nl=False)
+
+
+# --- history -----------------------------------------------------------------------------
+
+@cli.group()
+def history() -> None:
+    """What history mining recorded (`skel mine --history REPO`)."""
+
+
+@history.command("list")
+@click.option("--repo", metavar="NAME", help="Only this repository.")
+@click.option("--technique", metavar="ID", help="Only this skeleton id.")
+@click.option("--kind", type=click.Choice(["introduced", "removed", "refined"]), help="Only this kind of event.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def history_list(repo, technique, kind, as_json, store):
+    """The events history mining recorded, latest first."""
+    events = api.history_events(store=store, repo=repo, technique=technique, kind=kind)
+    if as_json:
+        click.echo(__import__("json").dumps([e.to_dict() for e in events], indent=2))
+        return
+    if not events:
+        click.echo("no history events (run `skel mine --history REPO`)")
+        return
+    from skel.tables import table
+
+    rows = [[e.id, e.date[:10], f"{e.repo}@{e.short}", e.kind, e.technique, e.kernel, ", ".join(e.numbers),
+             e.message[:60]] for e in events]
+    click.echo(table(["id", "date", "commit", "kind", "technique", "kernel", "numbers", "message"], rows,
+                     max_width=160))
+
+
+@history.command("export")
+@click.argument("event_id")
+@click.option("--out", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=str),
+              help="Folder to write the file into.")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def history_export(event_id, out_dir, store):
+    """Write an event's before/after kernels as a harness file (docs/harness.md) to
+    complete: the fields a commit cannot tell are left for you, and `skel verify` refuses
+    the file until they are written."""
+    path = api.export_event(event_id, out_dir, store=store)
+    click.echo(f"wrote {path}: fill in the harness fields it names, then `skel verify {path} {path}`")
 
 
 # --- store -------------------------------------------------------------------------------

@@ -76,8 +76,8 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
         out = []
         for k in extract_file(text, rel):
             k.config_tables = list(tables)
-            uses, fits = tag(k)
-            out.append({"facts": k.to_dict(), "uses": uses, "fits": fits})
+            uses, fits, lines = tag_lines(k)
+            out.append({"facts": k.to_dict(), "uses": uses, "fits": fits, "lines": lines})
         return rel, out
     except ParseError as exc:
         return rel, f"syntax error: {exc}"
@@ -90,13 +90,15 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
 class FactsCache:
     """Each file's extraction and tags by content, on local disk. An entry is keyed by the
     file's digest (which includes the extractor's version) and the catalog's fingerprint,
-    since it holds what the skeletons detected too."""
+    since it holds what the skeletons detected too, and the entry format's version."""
+
+    FORMAT = 2  # 2: each kernel's entry holds the lines evidencing its techniques ("lines")
 
     def __init__(self, root: Path | None) -> None:
         from skel.skeletons.registry import catalog_fingerprint
 
         self.root = root / "facts" if root else None
-        self.salt = catalog_fingerprint().encode()
+        self.salt = f"{catalog_fingerprint()}:{self.FORMAT}".encode()
 
     def _path(self, digest: str) -> Path:
         assert self.root is not None
@@ -126,8 +128,10 @@ class FactsCache:
 
 
 def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
-                 progress: Progress | None = None) -> tuple[dict[str, list[dict] | str], int]:
-    """Facts for each file (by rel path); returns (results, how many came from cache)."""
+                 progress: Progress | None = None, *,
+                 by_digest: bool = False) -> tuple[dict[str, list[dict] | str], int]:
+    """Facts for each file, by rel path (by digest with ``by_digest``: history mining holds
+    a path before and after a change); returns (results, how many came from cache)."""
     results: dict[str, list[dict] | str] = {}
     todo: list[SourceFile] = []
     for f in files:
@@ -135,13 +139,12 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
         if hit is None:
             todo.append(f)
         else:
-            results[f.rel] = hit
+            results[f.digest if by_digest else f.rel] = hit
     cached = len(results)
     done = cached
     total = len(files)
     if progress:
         progress(done, total, "parse")
-    by_rel = {f.rel: f for f in todo}
     if jobs > 1 and len(todo) > 4:
         import multiprocessing
 
@@ -150,16 +153,17 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             # largest files first keeps both workers busy until the end
             order = sorted(todo, key=lambda f: -len(f.text))
-            for rel, value in pool.map(_extract, [(f.rel, f.text, f.config_tables) for f in order], chunksize=2):
-                results[rel] = value
-                cache.put(by_rel[rel].digest, value)
+            jobs_in = [(f.rel, f.text, f.config_tables) for f in order]
+            for f, (rel, value) in zip(order, pool.map(_extract, jobs_in, chunksize=2)):
+                results[f.digest if by_digest else rel] = value
+                cache.put(f.digest, value)
                 done += 1
                 if progress:
                     progress(done, total, rel)
     else:
         for f in todo:
             rel, value = _extract((f.rel, f.text, f.config_tables))
-            results[rel] = value
+            results[f.digest if by_digest else rel] = value
             cache.put(f.digest, value)
             done += 1
             if progress:
@@ -173,16 +177,25 @@ def tag(kernel: KernelFacts) -> tuple[list[str], list[str]]:
     """(techniques the kernel uses, skeletons that would be suggested for it). The second
     list lets the retriever tell a skeleton that fits one kernel in a hundred from one that
     fits every other kernel (see `specificity` in skel/retriever/suggest.py)."""
+    uses, fits, _ = tag_lines(kernel)
+    return uses, fits
+
+
+def tag_lines(kernel: KernelFacts) -> tuple[list[str], list[str], dict[str, list[int]]]:
+    """``tag`` and, for each technique used, the kernel lines its detection points at:
+    history mining compares the facts on those lines before and after a change to tell a
+    refined technique from an untouched one."""
     from skel.skeletons.registry import all_skeletons
 
-    uses, fits = [], []
+    uses, fits, lines = [], [], {}
     for s in all_skeletons():
         a = s.assess(kernel)
         if a.present is not None:
             uses.append(s.id)
+            lines[s.id] = sorted({n for h in a.present for n in h.lines})
         elif a.applies and s.ruled_out(kernel) is None:  # as `skel suggest` would drop it
             fits.append(s.id)
-    return uses, fits
+    return uses, fits, lines
 
 
 def test_map(tests: list[SourceFile]) -> list[tuple[str, set[str], set[str]]]:

@@ -10,8 +10,10 @@ language, a repository's history — is one more class here, not a fork of the m
 - ``PackageSource(import_name)``: an installed Python package; paths start with its name.
 - ``GitSource(repo, rev)``: a git repository's tree at a revision, read with git plumbing
   (nothing is checked out; the working tree and index are never touched).
+- ``GitBlobs(repo, [(rel, blob), ...])``: chosen blobs of a repository (a commit's changed
+  files before and after), for history mining.
 
-All three apply the same filters, size limit and skip reasons (skel/miner/walk.py).
+All of them apply the same filters, size limit and skip reasons (skel/miner/walk.py).
 
 Errors: a source that cannot be found — a missing path, a package that is not installed, a
 folder that is not a git repository, a revision or path the repository does not have —
@@ -254,39 +256,74 @@ class GitSource(Source):
             blobs.close()  # stops git at once when the caller stops early
 
     def _cat_file(self, objects: list[str]) -> Generator[bytes | None, None, None]:
-        """Contents of ``objects`` in order (None for one the repository lacks), streamed
-        through one ``git cat-file --batch``."""
-        if not objects:
-            return
-        proc = subprocess.Popen(["git", "-C", str(self.cwd), "cat-file", "--batch"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        stdin, stdout = proc.stdin, proc.stdout
-        assert stdin is not None and stdout is not None  # both are pipes
+        return cat_blobs(self.cwd, objects)
 
-        def feed() -> None:  # a thread, so a full stdout pipe never blocks our writes
-            try:
-                for obj in objects:
-                    stdin.write(obj.encode() + b"\n")
-                stdin.close()
-            except OSError:  # git exited (the reader reports it)
-                pass
 
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
+def cat_blobs(cwd: Path, objects: list[str]) -> Generator[bytes | None, None, None]:
+    """Contents of ``objects`` in order (None for one the repository lacks), streamed
+    through one ``git cat-file --batch`` run in ``cwd``."""
+    if not objects:
+        return
+    proc = subprocess.Popen(["git", "-C", str(cwd), "cat-file", "--batch"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin is not None and stdout is not None  # both are pipes
+
+    def feed() -> None:  # a thread, so a full stdout pipe never blocks our writes
         try:
             for obj in objects:
-                header = stdout.readline().split()
-                if len(header) == 2 and header[1] == b"missing":
-                    yield None
-                    continue
-                if len(header) != 3:
-                    raise OSError(f"git cat-file --batch stopped at {obj} in {self.cwd}")
-                data = stdout.read(int(header[2]))
-                stdout.read(1)  # the newline after each object
-                yield data
+                stdin.write(obj.encode() + b"\n")
+            stdin.close()
+        except OSError:  # git exited (the reader reports it)
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        for obj in objects:
+            header = stdout.readline().split()
+            if len(header) == 2 and header[1] == b"missing":
+                yield None
+                continue
+            if len(header) != 3:
+                raise OSError(f"git cat-file --batch stopped at {obj} in {cwd}")
+            data = stdout.read(int(header[2]))
+            stdout.read(1)  # the newline after each object
+            yield data
+    finally:
+        stdout.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        writer.join(timeout=5)
+
+
+# --- chosen blobs of a repository ---------------------------------------------------------
+
+class GitBlobs(Source):
+    """Given blobs of a git repository, each under the path it had: the files one commit
+    changed, before and after (history mining, skel/miner/history.py). Rel paths may repeat
+    (a file before and after a change); each item's digest tells them apart. The walk's
+    size limit and decoding rules apply unchanged."""
+
+    def __init__(self, repo_path: str | os.PathLike, blobs: list[tuple[str, str]], name: str = "",
+                 version: str = "") -> None:
+        self.cwd = Path(repo_path)
+        self.blobs = blobs
+        self.name = name or self.cwd.name
+        self.version = version
+        self.root = str(self.cwd)
+
+    def items(self) -> Iterator[Item]:
+        data = cat_blobs(self.cwd, [sha for _, sha in self.blobs])
+        try:
+            for rel, _ in self.blobs:
+                blob = next(data)
+                if blob is None:
+                    yield Skipped(rel, "unreadable: object missing from the repository")
+                elif skipped := walk.too_large(rel, len(blob)):
+                    yield skipped
+                else:
+                    yield walk.decode(rel, blob)
         finally:
-            stdout.close()
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            writer.join(timeout=5)
+            data.close()

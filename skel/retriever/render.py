@@ -17,9 +17,11 @@ def template_diff(s: Suggestion) -> str:
 
 def _evidence_line(s: Suggestion) -> str:
     if not s.occurrences:
-        return "no mined kernel uses it yet"
-    where = ", ".join(s.sources[:4])
-    return f"used by {s.occurrences} mined kernel{'s' if s.occurrences != 1 else ''} in {where}"
+        line = "no mined kernel uses it yet"
+    else:
+        where = ", ".join(s.sources[:4])
+        line = f"used by {s.occurrences} mined kernel{'s' if s.occurrences != 1 else ''} in {where}"
+    return f"{line}; {s.history}" if s.history else line
 
 
 def _verified_line(s: Suggestion) -> str:

@@ -92,6 +92,7 @@ class Suggestion:
     verification: StatusReport  # status computed from the runs in the target environment
     before: str
     after: str
+    history: str = ""  # "introduced in N commits across M repositories (latest: ...)", from skel mine --history
 
 
 @dataclass

@@ -88,5 +88,10 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
         where = ", ".join(evidence["sources"]) or "no source"
         out += [f"{evidence['kernels']} mined kernels use it ({where})"]
         out += [f"- {loc}" for loc in evidence["examples"]]
+        hist = evidence.get("history")
+        if hist:
+            out += [hist["line"]]
+            out += [f"- {e['date'][:10]} {e['repo']}@{e['commit'][:8]} {e['path']} ({e['kernel']}): {e['message']}"
+                    for e in hist["latest"]]
         out += [""]
     return "\n".join(line for line in out if line is not None) + "\n"

@@ -1,0 +1,287 @@
+"""History mining: walk a repository's commits and record how its kernels were optimised.
+
+For each commit on the first-parent line (oldest first; a merge is read as its diff
+against its first parent, never against the others), the ``.py`` files it changed are read
+before and after from git (``GitBlobs``: blobs, nothing checked out, bare repositories
+too). Files holding a Triton kernel go through the miner's own extraction and tagging
+(``extract_many`` with the content-keyed ``FactsCache``: a blob extracted once is never
+parsed again, in this run or the next). Kernels are matched by name across the change
+(a renamed file is followed; a renamed kernel is not) and compared with
+``skel.miner.changes``: each technique introduced, removed or refined becomes a
+``HistoryEvent``; a changed kernel no technique explains but whose message or tracked
+launch/tile facts look like an optimisation becomes a ``Draft`` for a person to review.
+
+Commits are handled in batches; after each batch its records and then the repository's
+marker (last commit) are written (skel/store/history.py), so an interrupted run loses at
+most a batch and a re-run reads only commits after the marker.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from skel.miner import changes
+from skel.miner.mine import FactsCache, extract_many, walk_hint
+from skel.miner.sources import GitBlobs, GitSource
+from skel.miner.walk import Skipped, SourceFile
+from skel.store.history import Draft, HistoryEvent, HistoryStore, RepoState, record_id
+
+Progress = Callable[[int, int, str], None]
+BATCH = 300  # commits per batch: one parallel extraction and one write each
+NULL = "0" * 40
+
+
+@dataclass
+class FileChange:
+    status: str  # A, M, D, R, C, T
+    old_path: str
+    new_path: str
+    old_blob: str | None
+    new_blob: str | None
+
+
+@dataclass
+class Commit:
+    sha: str
+    parents: list[str]
+    date: str
+    author: str
+    message: str
+    changes: list[FileChange] = field(default_factory=list)
+
+    @property
+    def subject(self) -> str:
+        return self.message.strip().splitlines()[0] if self.message.strip() else ""
+
+
+@dataclass
+class HistoryReport:
+    repo: str
+    root: str
+    tip: str
+    start: str | None = None  # the commit the walk started after (None: from the first)
+    since: str | None = None
+    commits_walked: int = 0  # first-parent commits in the range
+    commits_read: int = 0  # of those, commits changing .py files that were read
+    commits_kernels: int = 0  # commits changing a file that holds a kernel
+    files_extracted: int = 0  # distinct kernel-file versions whose facts were needed
+    parsed: int = 0
+    cached: int = 0
+    events: Counter = field(default_factory=Counter)  # by kind
+    drafts: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    up_to_date: bool = False
+    more: bool = False  # --max-commits stopped before the tip
+    last_commit: str = ""
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    jobs: int = 1
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["events"] = dict(self.events)
+        d["skipped"] = [s.__dict__ for s in self.skipped]
+        return d
+
+
+# --- reading the log -------------------------------------------------------------------
+
+def _git(cwd: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError(f"git {args[0]} failed: {exc}") from exc
+    if out.returncode != 0:
+        first = (out.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[0]
+        raise OSError(f"git {args[0]}: {first}")
+    return out.stdout.decode(errors="replace")
+
+
+LOG_FORMAT = "%x1e%H%x1f%P%x1f%aI%x1f%an%x1f%B%x1f"
+
+
+def read_log(cwd: Path, rev_range: str, since: str | None) -> list[Commit]:
+    """First-parent commits of ``rev_range`` changing ``.py`` files, oldest first, with
+    their raw changes (blob ids before and after, renames followed)."""
+    args = ["log", "--first-parent", "--reverse", "--diff-merges=first-parent", "--raw", "--no-abbrev", "-M",
+            "-z", f"--format={LOG_FORMAT}"]
+    if since:
+        args.append(f"--since={since}")
+    try:
+        out = subprocess.run(["git", "-C", str(cwd), *args, rev_range, "--", "*.py"], capture_output=True,
+                             timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError(f"git log failed: {exc}") from exc
+    if out.returncode != 0:
+        first = (out.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[0]
+        raise OSError(f"git log: {first}")
+    commits = []
+    for record in out.stdout.split(b"\x1e")[1:]:
+        head, _, raw = record.partition(b"\x1f\x00")
+        sha, parents, date, author, message = head.decode(errors="replace").split("\x1f", 4)
+        c = Commit(sha, parents.split(), date, author, message)
+        fields = raw.lstrip(b"\n").split(b"\x00")
+        i = 0
+        while i < len(fields) and fields[i].startswith(b":"):
+            meta = fields[i].decode().split()
+            status = meta[4][0]
+            paths = 2 if status in "RC" else 1
+            old = os.fsdecode(fields[i + 1])
+            new = os.fsdecode(fields[i + paths])
+            i += 1 + paths
+            if not (old.endswith(".py") or new.endswith(".py")):
+                continue
+            c.changes.append(FileChange(status, old, new, None if meta[2] == NULL else meta[2],
+                                        None if meta[3] == NULL or status == "D" else meta[3]))
+        commits.append(c)
+    return commits
+
+
+def count_commits(cwd: Path, rev_range: str, since: str | None) -> int:
+    args = ["rev-list", "--count", "--first-parent"] + ([f"--since={since}"] if since else []) + [rev_range]
+    return int(_git(cwd, *args).strip() or 0)
+
+
+# --- one batch -------------------------------------------------------------------------
+
+def _kernels(value: list[dict] | str | None) -> dict[str, dict]:
+    """Kernels of one file version by name (a second kernel of the same name gets #2)."""
+    out: dict[str, dict] = {}
+    if not isinstance(value, list):
+        return out
+    seen: Counter = Counter()
+    for entry in value:
+        name = entry["facts"]["name"]
+        seen[name] += 1
+        out[name if seen[name] == 1 else f"{name}#{seen[name]}"] = entry
+    return out
+
+
+def _span(entry: dict | None) -> list[int]:
+    return [entry["facts"]["line_start"], entry["facts"]["line_end"]] if entry else []
+
+
+def diff_commit(repo: str, c: Commit, blobs: dict[str, SourceFile | Skipped],
+                facts: dict[str, list[dict] | str]) -> tuple[list[HistoryEvent], list[Draft], bool]:
+    """(events, drafts, whether the commit touched a kernel) of one commit."""
+    def version(blob: str | None) -> dict[str, dict]:
+        f = blobs.get(blob) if blob else None
+        return _kernels(facts.get(f.digest)) if isinstance(f, SourceFile) else {}
+
+    numbers = changes.numbers(c.message)
+    words = changes.optimisation_words(c.message)
+    events: list[HistoryEvent] = []
+    drafts: list[Draft] = []
+    touched = False
+    for ch in c.changes:
+        before, after = version(ch.old_blob), version(ch.new_blob)
+        if not before and not after:
+            continue
+        touched = True
+        path = ch.new_path if ch.new_blob else ch.old_path
+        for name in sorted(set(before) & set(after)):
+            b, a = before[name], after[name]
+            compared = changes.compare(b, a)
+            if compared is None:  # this kernel and its launches are as they were
+                continue
+            techniques, tracked = compared
+            common: dict[str, Any] = dict(repo=repo, commit=c.sha, date=c.date, author=c.author, message=c.subject,
+                          numbers=numbers, path=path, kernel=name, before_path=ch.old_path,
+                          before=_span(b), after=_span(a), before_blob=ch.old_blob or "",
+                          after_blob=ch.new_blob or "")
+            for technique, kind, changed in techniques:
+                events.append(HistoryEvent(id=record_id(repo, c.sha, path, name, technique, kind),
+                                           technique=technique, kind=kind, changed=changed, **common))
+            if techniques:  # a skeleton explains it
+                continue
+            reasons = []
+            if tracked:
+                reasons.append("tracked launch/tile facts changed")
+            if words:
+                reasons.append(f"message says {', '.join(words[:3])}")
+            if reasons:
+                drafts.append(Draft(id=record_id(repo, c.sha, path, name, "draft"), reason="; ".join(reasons),
+                                    changed=tracked or ["kernel source changed (no tracked fact did)"], **common))
+    return events, drafts, touched
+
+
+def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | None = None, rev: str = "HEAD",
+                 since: str | None = None, max_commits: int | None = None, jobs: int | None = None,
+                 cache_root: Path | None = None, progress: Progress | None = None) -> HistoryReport:
+    """Mine the history of ``repo_path`` (up to ``rev``) into ``hs``; only commits after
+    the last one mined for this repository are read. Raises FileNotFoundError for a
+    missing repository or revision, OSError when git fails."""
+    t0 = time.perf_counter()
+    src = GitSource(repo_path, rev, name=name)
+    cwd, repo = src.cwd, src.name
+    jobs = jobs or min(2, os.cpu_count() or 1)
+    report = HistoryReport(repo=repo, root=str(repo_path), tip=src.commit, since=since, jobs=jobs)
+    state = hs.state(repo)
+    rev_range = src.commit
+    if state is not None:
+        report.start = state.last_commit
+        if since != state.since and since is not None:
+            report.notes.append(f"--since {since} ignored: {repo} was first mined with --since "
+                                f"{state.since or '(none)'}; this run continues after {state.last_commit[:8]}")
+        since = state.since
+        if state.last_commit == src.commit:
+            report.up_to_date, report.last_commit = True, state.last_commit
+            report.seconds = time.perf_counter() - t0
+            return report
+        try:
+            _git(cwd, "merge-base", "--is-ancestor", state.last_commit, src.commit)
+        except OSError as exc:
+            raise OSError(f"the last commit mined ({state.last_commit[:8]}) is not in the history of {rev} "
+                          "(rewritten history?): mine into a new --store") from exc
+        rev_range = f"{state.last_commit}..{src.commit}"
+    report.since = since
+    report.commits_walked = count_commits(cwd, rev_range, since)
+    commits = read_log(cwd, rev_range, since)
+    if max_commits is not None and len(commits) > max_commits:
+        commits, report.more = commits[:max_commits], True
+    cache = FactsCache(cache_root)
+    done_commits = state.commits if state else 0
+    last = state.last_commit if state else ""
+    for i in range(0, max(len(commits), 1), BATCH):
+        batch = commits[i:i + BATCH]
+        wanted = list(dict.fromkeys((p, b) for c in batch for ch in c.changes
+                                    for p, b in ((ch.old_path, ch.old_blob), (ch.new_path, ch.new_blob)) if b))
+        blobs: dict[str, SourceFile | Skipped] = {}
+        for (_, sha), item in zip(wanted, GitBlobs(cwd, wanted, name=repo).items()):
+            blobs[sha] = item
+            if isinstance(item, Skipped):
+                report.skipped.append(item)
+        todo = list({f.digest: f for f in blobs.values()
+                     if isinstance(f, SourceFile) and "triton" in f.text and walk_hint(f.text)}.values())
+        facts, cached = extract_many(todo, cache, jobs, by_digest=True)
+        report.skipped += [Skipped(f.rel, str(facts[f.digest])) for f in todo if isinstance(facts.get(f.digest), str)]
+        report.files_extracted += len(todo)
+        report.cached += cached
+        report.parsed += len(todo) - cached
+        events: list[HistoryEvent] = []
+        drafts: list[Draft] = []
+        for c in batch:
+            evs, drs, touched = diff_commit(repo, c, blobs, facts)
+            events += evs
+            drafts += drs
+            report.commits_kernels += touched
+        report.commits_read += len(batch)
+        report.events.update(e.kind for e in events)
+        report.drafts += len(drafts)
+        done_commits += len(batch)
+        end = i + BATCH >= len(commits)
+        last = src.commit if end and not report.more else (batch[-1].sha if batch else last)
+        hs.commit_batch(events, drafts, RepoState(repo=repo, root=str(Path(repo_path).resolve()), last_commit=last,
+                                                  since=since, commits=done_commits,
+                                                  updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+        if progress:
+            progress(min(i + BATCH, len(commits)), len(commits), "commits")
+    report.last_commit = last
+    report.seconds = time.perf_counter() - t0
+    return report
