@@ -165,7 +165,7 @@ def _implicit_unit_stride(k) -> list[int]:
     `p + o_t[:, None] * s_t + o_d[None, :]`): the last dimension is taken as contiguous."""
     aranged = {t for a in k.assigns if "tl.arange" in a.calls for t in a.targets}
     strides = {p.name for p in k.params if _STRIDE_PARAM.fullmatch(p.name)}
-    values = {}
+    values: dict[str, str] = {}
     for a in k.assigns:
         if a.op == "=" and len(a.targets) == 1:
             values.setdefault(a.targets[0], a.value)
