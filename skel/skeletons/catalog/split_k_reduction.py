@@ -34,7 +34,8 @@ launch and partial traffic.
 - bitwise reproducibility is required and the merge would use atomics (fp32 atomic
   adds are order-dependent; use the partial buffer + second pass instead);
 - the kernel already splits (`SPLIT_K`, `NUM_KV_SPLITS`, a split id program axis,
-  atomic merge of per-program partial sums).
+  atomic merge of per-program partial sums, or per-block partials the host sums with
+  `.sum(0)` — on a large grid the inverse, `in-kernel-reduction`, is the suggestion).
 The number of splits should come from the SM count and the grid
 (`multi_processor_count // (batch * heads)`), not a constant; with atomics the output
 must be zeroed first (and `reset_to_zero` under autotune). With splits rounded up to whole
@@ -59,6 +60,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom, uses_name
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.partials import HOST_MERGED_PARTIALS
 from skel.skeletons.predicates.programs import grid_stride_loops
 from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
 
@@ -192,7 +194,7 @@ SKELETON = Skeleton(
     summary="Split a long reduction loop across programs (a split grid axis) and merge partials: fills SMs in decode/GEMV.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
-    present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS,
+    present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS | HOST_MERGED_PARTIALS,
     preconditions=[LONG_REDUCTION, VECTOR_OUTPUT],
     env=Env(),
     helps=("occupancy", "latency"),
