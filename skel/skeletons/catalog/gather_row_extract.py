@@ -35,7 +35,7 @@ for exactly these per-row loops.
   `gather(b_k, row_idx, axis=0)` under `GATHER_SUPPORTED`, the `tl.sum(tl.where(mask[:, None], b_k, 0), 0)` fallback,
   v0.2.2)
 - flash-linear-attention `fla/ops/utils/op.py` (`gather = tl.gather` when `is_gather_supported`, v0.2.2)
-- flash-linear-attention `fla/ops/generalized_delta_rule/iplr/wy_fast.py` (`fwd_prepare_wy_repr_kernel_chunk32`:
+- flash-linear-attention `fla/ops/generalized_delta_rule/iplr/wy_fast.py` (`prepare_wy_repr_fwd_kernel_chunk32`:
   the one-hot row extract in a forward substitution, v0.2.2)
 """
 

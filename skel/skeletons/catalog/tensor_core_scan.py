@@ -41,8 +41,8 @@ suffix sum without a subtract-from-total trick.
   matmul form, v0.2.2)
 - flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: inclusive and exclusive
   prefix sums as `tl.dot(m_i, b_s)` / `tl.dot(m_e, b_s)`, v0.2.2)
-- flash-linear-attention `fla/ops/utils/cumsum.py` (`chunk_local_cumsum_vector_kernel`: the native form,
-  `tl.cumsum`, v0.2.2)
+- flash-linear-attention `fla/ops/utils/cumsum.py` (v0.2.2: `chunk_local_cumsum_scalar_kernel` uses the
+  native `tl.cumsum`, `chunk_local_cumsum_vector_kernel` still `tl.dot(m_s, b_s, allow_tf32=False)`)
 - triton-lang/triton#3177 (reverse scans in Triton 3.0)
 """
 
