@@ -39,8 +39,8 @@ which requires a compile-time unit last stride.
 - flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: the block pointers'
   `(s_k_t, s_k_d)` became `(s_k_t, 1)` and the `s_k_d` argument was dropped, commit 8ea0a626, 2024-09-23)
 - flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `(H*K, 1)` strides, v0.2.2)
-- Triton `python/triton_kernels/triton_kernels/matmul_ogs_details/_p_matmul_ogs.py` (`_make_tensor_desc`:
-  a `tl.constexpr(1)` unit stride, checked on the host before launch)
+- Triton `python/triton_kernels/triton_kernels/matmul_ogs_details/_p_matmul_ogs.py` (`_make_tensor_desc`,
+  `_update_tensor_desc`: the descriptors' last stride is `tl.constexpr(1)`, "last dim must be constexpr 1")
 - Triton runtime specialisation (`native_specialize_impl`: an int argument equal to 1 becomes
   `('constexpr', 1)` unless listed in `do_not_specialize`; checked on Triton 3.7)
 """
