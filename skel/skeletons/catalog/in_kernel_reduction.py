@@ -11,8 +11,9 @@ stores the finished output once, in the output's own dtype.
 
 ## Why it is faster
 The split costs an `NK`-times larger fp32 partial buffer, written by the kernel and read
-back by a separate `sum` kernel (for `NK = 2` and a bf16 output that is 8 bytes written
-and read per output element instead of 2 written), one more launch, and recomputation of
+back by a separate `sum` kernel (for `NK = 2` and a bf16 output: 8 bytes of partials
+written, 8 read back and 2 written again per output element, instead of 2 written), one
+more launch, and recomputation of
 everything the programs of one output tile share (the loads of `v`, `do`, `h` blocks that
 do not depend on `i_k`). When the grid is already large without the split — an axis over
 sequence chunks (`NT`) or tokens — the extra programs add no useful parallelism, so all
@@ -51,19 +52,17 @@ from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.partials import HOST_MERGED_PARTIALS, TOKEN_PARALLEL_GRID
 
-_REDUCE = {"tl.dot", "tl.sum"}
-
-
 def _reduction_block_loop(k) -> list[int]:
     """A loop over blocks of a dimension (`range(tl.cdiv(K, BK))`, `range(0, K, BK)`) that
-    carries a `tl.dot`/`tl.sum` accumulator: the reduction runs inside the program."""
+    carries a `tl.dot` accumulator: the contraction runs inside the program. (Row kernels
+    looping `tl.sum` over column blocks are not counted: they never had a split axis.)"""
     tiles = {p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)}
     lines = []
     for lp in k.loops:
         if not set(IDENT.findall(" ".join(lp.args))) & tiles:
             continue
         carried = loop_carried(k, lp)
-        if any(lp.line <= a.line <= lp.end_line and set(a.calls) & _REDUCE and set(a.targets) & set(carried)
+        if any(lp.line <= a.line <= lp.end_line and "tl.dot" in a.calls and set(a.targets) & set(carried)
                for a in k.assigns):
             lines.append(lp.line)
         elif any(c.name == "tl.dot" and lp.line <= c.line <= lp.end_line and c.target in carried
@@ -74,7 +73,7 @@ def _reduction_block_loop(k) -> list[int]:
 
 REDUCTION_BLOCK_LOOP = custom(
     "reduction-block-loop",
-    "a loop over blocks of the reduction dimension carrying a `tl.dot`/`tl.sum` accumulator",
+    "a loop over blocks of the contraction dimension carrying a `tl.dot` accumulator",
     _reduction_block_loop)
 
 SKELETON = Skeleton(
