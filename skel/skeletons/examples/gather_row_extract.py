@@ -41,14 +41,22 @@ def make_outputs(shape, dtype, device):
 
 
 def reference(q, k, gate):
+    """Block by block over time (whole sub-chunks at a time): the [i, j, K] decay tensor of
+    the whole sequence would be BC times the inputs."""
     B, T, H, K = q.shape
-    NC = -(-T // BC)
-    pad = NC * BC - T
-    qc, kc, gc = (torch.nn.functional.pad(x, (0, 0, 0, 0, 0, pad)).view(B, NC, BC, H, K) for x in (q, k, gate))
-    decay = torch.exp(gc[:, :, :, None] - gc[:, :, None, :])              # [B, NC, i, j, H, K]
-    A = (qc[:, :, :, None] * kc[:, :, None, :] * decay).sum(-1)          # [B, NC, i, j, H]
-    A = A * torch.ones(BC, BC, dtype=A.dtype, device=A.device).tril()[None, None, :, :, None]
-    return (A.permute(0, 1, 2, 4, 3).reshape(B, NC * BC, H, BC)[:, :T],)
+    A = torch.empty(B, T, H, BC, dtype=q.dtype, device=q.device)
+    tril = torch.ones(BC, BC, dtype=q.dtype, device=q.device).tril()[None, None, :, :, None]
+    step = BC * 1024
+    for s in range(0, T, step):
+        e = min(s + step, T)
+        NC = -(-(e - s) // BC)
+        pad = NC * BC - (e - s)
+        qc, kc, gc = (torch.nn.functional.pad(x[:, s:e], (0, 0, 0, 0, 0, pad)).view(B, NC, BC, H, K)
+                      for x in (q, k, gate))
+        decay = torch.exp(gc[:, :, :, None] - gc[:, :, None, :])          # [B, NC, i, j, H, K]
+        a = (qc[:, :, :, None] * kc[:, :, None, :] * decay).sum(-1) * tril  # [B, NC, i, j, H]
+        A[:, s:e] = a.permute(0, 1, 2, 4, 3).reshape(B, NC * BC, H, BC)[:, :e - s]
+    return (A,)
 
 
 def bytes_moved(shape, dtype):

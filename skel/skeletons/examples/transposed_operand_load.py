@@ -42,12 +42,19 @@ def make_outputs(shape, dtype, device):
 
 
 def reference(q, k, gate):
+    """Block by block over time (whole chunks at a time): the float64 copies of a past-2**31
+    shape leave no room for padded copies of all three inputs at once."""
     B, T, H, D = q.shape
-    NT = -(-T // BT)
-    pad = NT * BT - T
-    qc = torch.nn.functional.pad(q, (0, 0, 0, 0, 0, pad)).view(B, NT, BT, H, D)
-    kg = torch.nn.functional.pad(k * torch.exp(gate), (0, 0, 0, 0, 0, pad)).view(B, NT, BT, H, D)
-    A = torch.einsum("bnihd,bnjhd->bnihj", qc, kg).reshape(B, NT * BT, H, BT)[:, :T]
+    A = torch.zeros(B, T, H, BT, dtype=q.dtype, device=q.device)
+    step = BT * 1024
+    for s in range(0, T, step):
+        e = min(s + step, T)
+        NT = -(-(e - s) // BT)
+        pad = NT * BT - (e - s)
+        qc = torch.nn.functional.pad(q[:, s:e], (0, 0, 0, 0, 0, pad)).view(B, NT, BT, H, D)
+        kg = k[:, s:e] * torch.exp(gate[:, s:e])
+        kg = torch.nn.functional.pad(kg, (0, 0, 0, 0, 0, pad)).view(B, NT, BT, H, D)
+        A[:, s:e] = torch.einsum("bnihd,bnjhd->bnihj", qc, kg).reshape(B, NT * BT, H, BT)[:, :e - s]
     return (A,)
 
 
