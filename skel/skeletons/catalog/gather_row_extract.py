@@ -19,7 +19,8 @@ for exactly these per-row loops.
 - a `tl.sum(..., axis)` reduces `tl.where(idx == j, x, 0)` (or `x * (idx == j)`), where
   `idx` is a `tl.arange` index vector (possibly broadcast with `[:, None]`): a one-hot row
   or column extract;
-- Triton 3.2 or newer (`tl.gather`; FLA guards it with `is_gather_supported` and keeps
+- Triton 3.3 or newer (`tl.gather` landed after the 3.2 branch cut, triton-lang/triton#5826;
+  FLA guards it with `is_gather_supported = hasattr(triton.language, 'gather')` and keeps
   the one-hot form as the fallback).
 
 ## Does not apply when
@@ -27,7 +28,7 @@ for exactly these per-row loops.
   reduction, not an extract;
 - the reduction really sums several selected rows (a segment sum by `idx == group`):
   `tl.gather` picks one;
-- older Triton (< 3.2), or a backend without `tl.gather`: keep the one-hot fallback
+- older Triton (< 3.3), or a backend without `tl.gather`: keep the one-hot fallback
   (both paths behind a constexpr flag is the portable form).
 
 ## References
@@ -35,6 +36,8 @@ for exactly these per-row loops.
   `gather(b_k, row_idx, axis=0)` under `GATHER_SUPPORTED`, the `tl.sum(tl.where(mask[:, None], b_k, 0), 0)` fallback,
   v0.2.2)
 - flash-linear-attention `fla/ops/utils/op.py` (`gather = tl.gather` when `is_gather_supported`, v0.2.2)
+- flash-linear-attention issue #265 ("Replace `tl.where` with `tl.gather` for better performance in Triton >= 3.3.0",
+  2025-03-31)
 - flash-linear-attention `fla/ops/generalized_delta_rule/iplr/wy_fast.py` (`prepare_wy_repr_fwd_kernel_chunk32`:
   the one-hot row extract in a forward substitution, v0.2.2)
 """
@@ -120,6 +123,6 @@ SKELETON = Skeleton(
     doc=__doc__,
     present=GATHER,
     preconditions=[ONE_HOT_EXTRACT],
-    env=Env(triton=">=3.2"),
+    env=Env(triton=">=3.3"),
     helps=("compute",),
 )
