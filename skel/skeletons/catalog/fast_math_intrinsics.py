@@ -1,44 +1,45 @@
 """Approximate math intrinsics (rsqrt, hardware tanh, fast exp/div) in elementwise kernels.
 
 ## What it does
-Per-element transcendental arithmetic written in precise form is replaced by the
-hardware's approximate instructions:
+Per-element transcendental arithmetic written in a precise or multi-instruction form is
+replaced by the hardware's approximate instructions:
 
-- `1 / tl.sqrt(x)` and `x / tl.sqrt(y)` per element → `tl.math.rsqrt` (one `MUFU.RSQ`);
+- `1 / tl.sqrt(x)` and `x / tl.sqrt(y)` per element → `x * tl.math.rsqrt(y)` (one
+  `MUFU.RSQ` instead of a square root and a division);
 - tanh emulated through exponentials (`2 * tl.sigmoid(2 * x) - 1`,
   `(tl.exp(2 * x) - 1) / (tl.exp(2 * x) + 1)`) → libdevice `tanh`
-  (`triton.language.extra.libdevice.tanh`: `__nv_tanhf`, a few ULP, no IEEE division), or
-  `tanh.approx.f32` through inline asm;
-- sigmoid/SiLU/softplus with an IEEE division or `exp` per element
-  (`x / (1 + tl.exp(-x))`, `tl.sigmoid(x)`, which Triton lowers the same way,
-  `tl.log(1 + tl.exp(x))`) → `0.5 * tanh(0.5 * x) + 0.5` with libdevice `tanh`, or `fast_expf`,
-  `fast_dividef`, `fast_logf`, or the core `tl.fdiv(x, y, ieee_rounding=False)` (`div.full.f32`
-  instead of the IEEE `div.rn.f32` that `/` lowers to).
+  (`triton.language.extra.libdevice.tanh`), or `tanh.approx.f32` through inline asm;
+- IEEE-rounded intrinsics where the precision is not needed: `tl.math.div_rn`,
+  `tl.sqrt_rn`, libdevice `exp`/`log`/`pow`/`div_rn` → `/`, `tl.sqrt`, `tl.exp`, or libdevice
+  `fast_expf`/`fast_dividef`/`fast_logf`.
 
 ## Why it is faster
-Triton lowers `/` on fp32 to an IEEE-correct division (a reciprocal plus a Newton step
-and a fix-up branch, ~10 instructions) and `tl.exp` to `ex2.approx` with range
-reduction; `1 / tl.sqrt` is a `sqrt.rn` plus a division. The approximate forms are one or
-two MUFU instructions (2 ULP or so). In an activation kernel that is otherwise a load,
-a few flops and a store, these sequences are the instruction bound once the data is in
-L2 or the tensor is small (decode), and on bf16/fp16 outputs the extra precision is
-rounded away anyway. Liger's GEGLU and DyT kernels call libdevice `tanh`; FLA switches its
-`exp`/`div` to `fast_expf`/`fast_dividef` with `FLA_USE_FAST_OPS=1`.
+In Triton, `/`, `tl.fdiv` and `tl.sqrt` on fp32 are already the fast forms (documented as
+"fast division" and "fast square root"), and `tl.exp` is `ex2.approx` after a multiply;
+the IEEE versions (`div_rn`, `sqrt_rn`, libdevice's precise `expf`) are several times
+longer instruction sequences. `1 / tl.sqrt(x)` still costs two MUFU operations where
+`rsqrt` is one, and tanh through `exp` and a division costs an `ex2`, a reciprocal and
+fix-ups where the hardware has one `tanh.approx` (sm_75+). In an activation or optimizer
+kernel that is otherwise a load, a few flops and a store, these sequences are the
+instruction bound once the data is in L2 or the tensor is small (decode), and on 16-bit
+outputs the extra precision is rounded away. Liger's GEGLU and DyT kernels call libdevice
+`tanh`; FLA switches its `exp`/`div` to `fast_expf`/`fast_dividef` with `FLA_USE_FAST_OPS=1`.
 
 ## Applies when
 - the kernel is elementwise (no `tl.dot`);
-- it computes, per element, one of: a reciprocal square root through division, tanh
-  through exponentials or sigmoid, a sigmoid/SiLU/softplus through `tl.sigmoid` or
-  `1 + tl.exp(...)` and a division or log.
+- it computes, per element, a reciprocal square root through a division, tanh through
+  exponentials or a sigmoid, or an IEEE-rounded intrinsic (`div_rn`, `sqrt_rn`, libdevice
+  `exp`/`log`/`pow`).
 
 ## Does not apply when
 - the value is a per-row scalar (`1 / tl.sqrt(tl.sum(x * x) / N + eps)` in a norm): one
   instruction per row does not bound anything;
+- plain `/`, `tl.sigmoid`, `tl.exp`: Triton already emits the approximate instructions;
 - the kernel is memory-bound at HBM bandwidth on large tensors: instruction savings do
   not show (measure on the target shape);
 - the result must be bit-reproducible across GPUs/backends or is accumulated in a long
-  reduction (training losses, log-sum-exp): approximate intrinsics differ by a few ULP
-  and `fast_*` are CUDA libdevice only (ROCm's ocml has no `fast_dividef`);
+  reduction (training losses, log-sum-exp): approximate intrinsics differ by a few ULP,
+  and `fast_*` are CUDA libdevice only;
 - inputs outside the approximations' ranges (`fast_expf` flushes denormals, `fast_dividef`
   returns 0 for |y| > 2^126).
 
@@ -47,6 +48,8 @@ rounded away anyway. Liger's GEGLU and DyT kernels call libdevice `tanh`; FLA sw
 - Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`: libdevice `tanh`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_forward_kernel`: `rsqrt`, v0.5.10)
 - flash-linear-attention `fla/ops/utils/op.py` (`FLA_USE_FAST_OPS`: `div = fast_dividef`, `exp = fast_expf`, v0.2.2)
+- Triton `python/triton/language/math.py` (`fdiv`: "fast division", `div_rn`: "precise division",
+  `sqrt` / `sqrt_rn`, `rsqrt`; checked on Triton 3.7)
 """
 
 from __future__ import annotations
@@ -67,9 +70,12 @@ _RSQRT = re.compile(r"/\s*tl\.sqrt\(([^()]*(?:\([^()]*\))?[^()]*)\)")
 _TANH = (re.compile(r"tl\.sigmoid\(\s*2(\.0*)?\s*\*"),
          re.compile(r"tl\.exp\(\s*-?\s*2(\.0*)?\s*\*[^)]*\)\s*[-+]\s*1"),
          re.compile(r"\(\s*(\w+)\s*-\s*1(\.0*)?\s*\)\s*/\s*\(\s*\1\s*\+\s*1(\.0*)?\s*\)"))
-_SIGMOID_DIV = re.compile(r"/\s*\(\s*1(\.0*)?\s*\+\s*tl\.exp\(|tl\.sigmoid\(")
-_SOFTPLUS = re.compile(r"tl\.log\(\s*1(\.0*)?\s*\+\s*tl\.exp\(")
+#: IEEE-rounded or full-precision intrinsics as the extractor names them.
+_PRECISE = re.compile(r"(tl|libdevice|triton)(\.\w+)*\.(div_rn|sqrt_rn|expf?|logf?|log1p|pow|powf|exp2f?)$")
 _REDUCE = {"tl.sum", "tl.max", "tl.min", "tl.reduce"}
+#: Core ops that already lower to approximate instructions.
+_FAST_CORE = {"tl.exp", "tl.exp2", "tl.log", "tl.log2", "tl.math.exp", "tl.math.exp2", "tl.math.log",
+              "tl.math.log2"}
 
 
 def _row_scalars(k) -> set[str]:
@@ -96,8 +102,10 @@ def _precise_math(k) -> list[int]:
             arg = m.group(1)
             if not set(IDENT.findall(arg)) & scalars and not re.search(r"tl\.(sum|max|min|reduce)\(", arg):
                 lines.append(line)
-        if any(rx.search(text) for rx in _TANH) or _SIGMOID_DIV.search(text) or _SOFTPLUS.search(text):
+        if any(rx.search(text) for rx in _TANH):
             lines.append(line)
+    # `tl.exp`/`tl.log` are the fast forms already; only library (libdevice/math) precise calls count
+    lines += [c.line for c in k.calls if _PRECISE.match(c.name) and c.name not in _FAST_CORE]
     return lines
 
 
@@ -119,8 +127,8 @@ def _fast_math(k) -> list[int]:
 
 PRECISE_ELEMENTWISE_MATH = custom(
     "precise-elementwise-math",
-    "per-element precise math with an approximate intrinsic (`1 / tl.sqrt`, tanh via exp/sigmoid, "
-    "`tl.sigmoid`, `x / (1 + tl.exp(-x))`, `tl.log(1 + tl.exp(x))`)",
+    "per-element math with a faster intrinsic (`1 / tl.sqrt`, tanh via exp/sigmoid, `div_rn`/`sqrt_rn`, "
+    "libdevice precise `exp`/`log`/`pow`)",
     _precise_math)
 FAST_MATH = custom(
     "fast-math",
