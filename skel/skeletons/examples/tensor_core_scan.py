@@ -17,8 +17,8 @@ import triton.language as tl
 SHAPES = {
     "tiny": dict(B=2, T=150, D=32),               # T not a multiple of the chunk
     "tokens": dict(B=8, T=8192, D=128),
-    "wide": dict(B=4, T=16384, D=256),
-    "huge": dict(B=1, T=8400000, D=256),          # past 2**31 elements: offsets must be int64
+    "long": dict(B=2, T=131072, D=64),
+    "huge": dict(B=1, T=16800000, D=128),         # past 2**31 elements: offsets must be int64
 }
 CPU_SHAPES = ("tiny",)
 CHECK_ONLY = ("huge",)
