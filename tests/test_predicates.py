@@ -1085,3 +1085,77 @@ def test_e8m0_decode():
     # a power-of-two rounding of a quantiser's scale is not a decode of a stored exponent
     k = kernel(src.format(decode="scale = tl.exp2(tl.ceil(tl.log2(tl.max(tl.abs(x), 0))))"))
     assert not holds(e8m0.E8M0_DECODE, k)
+
+
+# --- partials: reductions split across programs and summed on the host -------------------
+
+SPLIT_K_PARTIALS = '''
+@triton.jit
+def dg_kernel(q, k, dg, T, K: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr):
+    i_k, i_t, i_bh = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    dg += i_k * tl.num_programs(2) * T
+    o_t = i_t * BT + tl.arange(0, BT)
+    o_k = i_k * BK + tl.arange(0, BK)
+    b_q = tl.load(q + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=o_t[:, None] < T, other=0.)
+    b_k = tl.load(k + (i_bh * T + o_t[:, None]) * K + o_k[None, :], mask=o_t[:, None] < T, other=0.)
+    tl.store(dg + i_bh * T + o_t, tl.sum(b_q * b_k, 1), mask=o_t < T)
+
+
+def dg_fn(q, k, BT=64, BK=64):
+    BH, T, K = q.shape
+    NK, NT = triton.cdiv(K, BK), triton.cdiv(T, BT)
+    dg = q.new_empty(NK, BH, T, dtype=torch.float)
+    dg_kernel[(NK, NT, BH)](q, k, dg, T, K=K, BT=BT, BK=BK)
+    dg = dg.sum(0)
+    return dg
+'''
+
+TOKEN_PARTIALS = '''
+@triton.jit
+def dw_kernel(x, dy, dw, T, D: tl.constexpr, BT: tl.constexpr, BD: tl.constexpr):
+    i_d, i_t = tl.program_id(0), tl.program_id(1)
+    o_d = i_d * BD + tl.arange(0, BD)
+    o_t = i_t * BT + tl.arange(0, BT)
+    b = tl.load(x + o_t[:, None] * D + o_d[None, :]) * tl.load(dy + o_t[:, None] * D + o_d[None, :])
+    tl.store(dw + i_t * D + o_d, tl.sum(b, 0))
+
+
+def dw_fn(x, dy, BT=64, BD=64):
+    T, D = x.shape
+    dw = x.new_empty(triton.cdiv(T, BT), D, dtype=torch.float)
+    dw_kernel[(triton.cdiv(D, BD), triton.cdiv(T, BT))](x, dy, dw, T, D=D, BT=BT, BD=BD)
+    return dw.sum(0)
+'''
+
+
+def test_host_merged_partials_and_token_grid():
+    from skel.skeletons.predicates import partials
+
+    k = kernel(SPLIT_K_PARTIALS, "dg_kernel")
+    assert holds(partials.HOST_MERGED_PARTIALS, k)
+    assert holds(partials.TOKEN_PARALLEL_GRID, k)  # (NK, NT, BH): a chunk axis
+    # the host sum is over token blocks, the program id over D tiles the output: not a K split
+    assert not holds(partials.HOST_MERGED_PARTIALS, kernel(TOKEN_PARTIALS, "dw_kernel"))
+    # no launch in sight: neither can be seen
+    assert not holds(partials.HOST_MERGED_PARTIALS, kernel(UNSEEN))
+    assert not holds(partials.TOKEN_PARALLEL_GRID, kernel(UNSEEN))
+
+
+def test_inverse_skeletons_never_both_apply():
+    """native-cumsum / tensor-core-scan and split-k-reduction / in-kernel-reduction are
+    inverses: on every fixture and example kernel at most one of each pair is suggested."""
+    from skel.skeletons import expectations, registry
+    from skel.skeletons.examples import example_path
+
+    pairs = [("native-cumsum", "tensor-core-scan"), ("split-k-reduction", "in-kernel-reduction")]
+    files = sorted(registry.FIXTURES_DIR.glob("*.py")) + [example_path(s.id) for s in registry.all_skeletons()]
+    checked = 0
+    for f in files:
+        if not f.is_file():
+            continue
+        for k in expectations.kernels_by_name(f).values():
+            for a, b in pairs:
+                both = [registry.get(x).assess(k) for x in (a, b)]
+                assert not all(s.applies for s in both), f"{f.name}:{k.name} gets both {a} and {b}"
+                checked += 1
+    assert checked > 100

@@ -40,7 +40,8 @@ traffic.
 - bitwise reproducibility is required and the merge would use atomics (fp32 atomic
   adds are order-dependent; use the partial buffer + second pass instead);
 - the kernel already splits (`SPLIT_K`, `NUM_KV_SPLITS`, a split id program axis,
-  atomic merge of per-program partial sums).
+  atomic merge of per-program partial sums, or per-block partials the host sums with
+  `.sum(0)` — on a large grid the inverse, `in-kernel-reduction`, is the suggestion).
 The number of splits should come from the SM count and the grid
 (`multi_processor_count // programs`), not a constant, and never exceed the number of
 K blocks; with atomics the output must be zeroed first (and `reset_to_zero` under
@@ -61,6 +62,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom, def_line
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
+from skel.skeletons.predicates.partials import HOST_MERGED_PARTIALS
 from skel.skeletons.predicates.programs import grid_stride_loops, program_id_vars
 from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP
 from skel.skeletons.predicates.splits import SPLIT_NAMES
@@ -251,7 +253,7 @@ SKELETON = Skeleton(
     category=Category.DECOMPOSITION,
     doc=__doc__,
     ruled_out_by=(r"\bsplit[\s_-]?k\b", r"\bsplit[\s_-]?kv\b", r"\bflash[\s-]?decoding\b", r"\bnum_kv_splits\b"),
-    present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS,
+    present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS | HOST_MERGED_PARTIALS,
     preconditions=[LONG_REDUCTION, VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION],
     env=Env(),
     helps=("occupancy", "latency"),

@@ -1,0 +1,205 @@
+"""Pass the innermost stride as a literal 1 (or constexpr) instead of a runtime argument.
+
+## What it does
+A kernel that takes every stride of a tensor as a runtime argument
+(`s_k_h, s_k_t, s_k_d`; `stride_am, stride_ak`) and builds addresses with the innermost
+one (`o_d[None, :] * stride_xd`, `tl.make_block_ptr(k, (T, K), (s_k_t, s_k_d), ..., (1, 0))`)
+is changed to assume the last dimension is contiguous: the innermost stride becomes the
+literal `1` (`(s_k_t, 1)`, `x + rows * stride_xm + cols`) or a `tl.constexpr`, the argument
+is dropped, and the host makes inputs contiguous (`.contiguous()`, FLA's `input_guard`).
+
+## Why it is faster
+Vector loads need the compiler to know that consecutive lanes read consecutive addresses.
+With `cols * stride_xd` and a runtime stride, that is unknowable, so each element is a
+separate 2- or 4-byte load (no 128-bit `LDG.128`, 4-8x more load instructions, and no
+TMA for a block pointer). Triton hides this in the common case by specialising integer
+arguments equal to 1 at launch, but not for arguments in `do_not_specialize` (serving
+code marks strides so to avoid recompiles), not when the launcher passes a stride that
+is 1 only for contiguous inputs and the first call is not, and not on interpreters or
+backends that do not specialise. A literal 1 makes vectorisation unconditional, removes
+one argument per tensor, and lets the same addresses feed `tl.make_tensor_descriptor`,
+which requires a compile-time unit last stride.
+
+## Applies when
+- a runtime (non-constexpr) stride argument is the innermost stride of its tensor: the
+  last of that tensor's strides in the signature (`stride_xd` after `stride_xt`), or the
+  fastest-varying stride of a `tl.make_block_ptr` (the one `order[0]` names);
+- it multiplies an index in an address or sits in a block pointer's strides.
+
+## Does not apply when
+- the kernel must accept non-contiguous last dimensions (a transposed view, a strided
+  slice of the hidden dimension) without a copy: forcing `.contiguous()` then costs a
+  full copy on every call;
+- the innermost stride is already the literal 1 (`(H*K, 1)`), a constexpr, or absent
+  (`x + row * stride + cols`): nothing is left to specialise;
+- the runtime stride is an outer one (time, head, batch): only the contiguous dimension
+  vectorises.
+
+## References
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: the block pointers'
+  `(s_k_t, s_k_d)` became `(s_k_t, 1)` and the `s_k_d` argument was dropped, commit 8ea0a626, 2024-09-23)
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `(H*K, 1)` strides, v0.2.2)
+- Triton `python/triton_kernels/triton_kernels/matmul_ogs_details/_p_matmul_ogs.py` (`_make_tensor_desc`,
+  `_update_tensor_desc`: the descriptors' last stride is `tl.constexpr(1)`, "last dim must be constexpr 1")
+- Triton runtime specialisation (`native_specialize_impl`: an int argument equal to 1 becomes
+  `('constexpr', 1)` unless listed in `do_not_specialize`; checked on Triton 3.7)
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.base import Category, Env, Skeleton
+from skel.skeletons.conditions import custom, split_top
+
+#: A stride argument: `stride_xd`, `x_stride_1`, `s_k_d`, `stride`.
+_STRIDE_PARAM = re.compile(r"(?i)(\w*stride\w*|s_[a-z]+_[a-z0-9]+)")
+#: Dimension tokens that name outer (never contiguous) dimensions.
+_OUTER_DIMS = {"b", "h", "t", "s", "n_ctx", "bs", "row", "rows", "batch", "head", "heads", "seq", "tok",
+               "token", "0", "z", "g", "e", "l"}
+
+
+def _split(name: str) -> tuple[str, str]:
+    """(tensor, dimension) of a stride name: `stride_am` -> (a, m), `s_k_d` -> (k, d),
+    `x_stride_1` -> (x, 1), `stride_q_t` -> (q, t), `stride_xd` -> (x, d)."""
+    rest = re.sub(r"(?i)stride", " ", name)
+    parts = [p for p in re.split(r"[_\s]+", rest) if p]
+    if name.lower().startswith("s_") and "stride" not in name.lower():
+        parts = parts[1:]  # the `s` of `s_k_d`
+    if len(parts) >= 2:
+        return "_".join(parts[:-1]).lower(), parts[-1].lower()
+    if len(parts) == 1 and len(parts[0]) >= 2:
+        return parts[0][:-1].lower(), parts[0][-1].lower()
+    return (parts[0].lower() if parts else ""), ""
+
+
+def _innermost_strides(k, constexpr: bool) -> list[str]:
+    """Stride parameters that are the last of their tensor's strides in the signature
+    (at least two strides per tensor, so the order is seen) and name an inner dimension."""
+    groups: dict[str, list] = {}
+    for p in k.params:
+        if _STRIDE_PARAM.fullmatch(p.name):
+            tensor, dim = _split(p.name)
+            groups.setdefault(tensor, []).append((p, dim))
+    out = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        p, dim = members[-1]
+        if p.constexpr == constexpr and dim not in _OUTER_DIMS:
+            out.append(p.name)
+    return out
+
+
+def _block_ptr_inner(call) -> str | None:
+    """The fastest-varying stride of a `tl.make_block_ptr` (the one `order[0]` names)."""
+    args = list(call.args) + [""] * 6
+    strides = call.kwargs.get("strides", args[2])
+    order = call.kwargs.get("order", args[5])
+    items = [s.strip() for s in split_top(strides.strip().strip("()")) if s.strip()]
+    idx = [o.strip() for o in split_top(order.strip().strip("()")) if o.strip()]
+    if not items or not idx or not idx[0].isdigit() or int(idx[0]) >= len(items):
+        return None
+    return items[int(idx[0])]
+
+
+def _uses(k, name: str) -> list[int]:
+    """Lines where a stride multiplies an index or sits in a block pointer's strides."""
+    rx = re.compile(r"(\*\s*\(?\s*\b" + re.escape(name) + r"\b|\b" + re.escape(name) + r"\s*\*)")
+    lines = [a.line for a in k.assigns if rx.search(a.value)]
+    for c in k.calls:
+        if c.name in ("tl.load", "tl.store") and any(rx.search(x) for x in c.args):
+            lines.append(c.line)
+        if c.name == "tl.make_block_ptr" and _block_ptr_inner(c) == name:
+            lines.append(c.line)
+    return lines
+
+
+def _runtime_inner_stride(k) -> list[int]:
+    lines = []
+    runtime = {p.name for p in k.params if not p.constexpr}
+    for c in k.calls_named("tl.make_block_ptr"):
+        inner = _block_ptr_inner(c)
+        if inner in runtime:
+            lines.append(c.line)
+    for name in _innermost_strides(k, constexpr=False):
+        lines += _uses(k, name)
+    return lines
+
+
+def _unit_inner_stride(k) -> list[int]:
+    lines = []
+    for c in k.calls_named("tl.make_block_ptr"):
+        inner = _block_ptr_inner(c)
+        if inner is not None and re.fullmatch(r"1|tl\.constexpr\(1\)", inner):
+            lines.append(c.line)
+    for c in k.calls_named("tl.make_tensor_descriptor"):
+        strides = c.kwargs.get("strides", c.args[2] if len(c.args) > 2 else "")
+        items = [s.strip() for s in split_top(strides.strip().strip("[]()")) if s.strip()]
+        if items and re.fullmatch(r"1|tl\.constexpr\(1\)", items[-1]):
+            lines.append(c.line)
+    for name in _innermost_strides(k, constexpr=True):
+        lines += _uses(k, name) or [k.line_start]
+    return lines + _implicit_unit_stride(k)
+
+
+def _plus_terms(text: str) -> list[str]:
+    """Top-level `+` terms of an expression (`x + row * s + cols` -> [x, row * s, cols])."""
+    terms, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "+" and depth == 0:
+            terms.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return terms + [cur.strip()]
+
+
+_BARE_INDEX = re.compile(r"\(?\s*([A-Za-z_]\w*)\s*\)?(\s*\[\s*None\s*,\s*:\s*\])?")
+
+
+def _implicit_unit_stride(k) -> list[int]:
+    """An address with a runtime row stride and a bare column index (`x + row * stride + cols`,
+    `p + o_t[:, None] * s_t + o_d[None, :]`): the last dimension is taken as contiguous."""
+    aranged = {t for a in k.assigns if "tl.arange" in a.calls for t in a.targets}
+    strides = {p.name for p in k.params if _STRIDE_PARAM.fullmatch(p.name)}
+    values: dict[str, str] = {}
+    for a in k.assigns:
+        if a.op == "=" and len(a.targets) == 1:
+            values.setdefault(a.targets[0], a.value)
+    lines = []
+    for c in k.calls_named("tl.load", "tl.store"):
+        ptr = c.args[0] if c.args else c.kwargs.get("pointer", "")
+        for text in (ptr, values.get(ptr.strip(), "")):
+            terms = _plus_terms(text)
+            strided = any("*" in t and strides & set(re.findall(r"\w+", t)) for t in terms)
+            bare = any((m := _BARE_INDEX.fullmatch(t)) and m.group(1) in aranged for t in terms)
+            if strided and bare:
+                lines.append(c.line)
+                break
+    return lines
+
+
+RUNTIME_INNER_STRIDE = custom(
+    "runtime-inner-stride",
+    "a runtime innermost stride in an address (`cols * stride_xd`, block-pointer strides `(s_t, s_d)`)",
+    _runtime_inner_stride)
+UNIT_INNER_STRIDE = custom(
+    "unit-inner-stride",
+    "a compile-time unit innermost stride (block-pointer/descriptor strides ending in `1`, a constexpr stride, "
+    "or a bare column index next to a runtime row stride)",
+    _unit_inner_stride)
+
+SKELETON = Skeleton(
+    id="unit-stride-constexpr",
+    title="Literal / constexpr unit innermost stride",
+    summary="Pass the innermost stride as literal 1 / constexpr (drop runtime stride_*_d args) so loads vectorise.",
+    category=Category.MEMORY,
+    doc=__doc__,
+    present=UNIT_INNER_STRIDE & ~RUNTIME_INNER_STRIDE,
+    preconditions=[RUNTIME_INNER_STRIDE],
+    env=Env(),
+    helps=("memory",),
+)
