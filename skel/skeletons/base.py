@@ -180,6 +180,9 @@ class Assessment:
     env_notes: list[str]
     missing: list[str] = field(default_factory=list)  # the one soft precondition a near miss lacks
     refine: list[str] = field(default_factory=list)  # refine conditions failing while present
+    # a failed precondition is a hard negation ("no `**config` launch"): the kernel has what
+    # the skeleton says rules the technique out, so no channel may suggest it
+    ruled_out: bool = False
 
     @property
     def applies(self) -> bool:
@@ -236,7 +239,8 @@ class Skeleton:
             else:
                 matched.extend(hits)
         env_ok, notes = self.env.check(target or Target())
-        a = Assessment(self, k.name, present, matched, [c.describe for c in failed], env_ok, notes)
+        a = Assessment(self, k.name, present, matched, [c.describe for c in failed], env_ok, notes,
+                       ruled_out=any(c.name.startswith("~") and not c.soft for c in failed))
         if present is not None:
             a.refine = [c.describe for c in self.refine if not c.holds(k)]
         elif len(failed) == 1 and failed[0].soft:
