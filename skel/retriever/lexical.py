@@ -16,6 +16,7 @@ the benchmarks use).
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter, OrderedDict
 from functools import lru_cache
@@ -84,17 +85,37 @@ class BM25:
 
 @lru_cache(maxsize=1)
 def _catalog_words() -> dict[str, Counter]:
-    """Each skeleton's own words (docs + its example file), once per process."""
+    """Each skeleton's own words (docs + its example file), once per process, and kept on
+    disk by a hash of those texts: tokenising them costs ~100 ms a `skel suggest` need
+    not pay twice."""
+    import hashlib
+    import json
+
     from skel.skeletons.examples import example_path
     from skel.skeletons.registry import all_skeletons
+    from skel.store.knowledge import cache_dir
 
-    out = {}
+    texts = {}
     for s in all_skeletons():
         path = example_path(s.id)
         # the raw example file (before and after kernels) rather than the parsed template:
         # the same words, without parsing 34 files on every `skel suggest`
         example = path.read_text(encoding="utf-8") if path.is_file() else ""
-        out[s.id] = Counter(words("\n".join([s.id, s.title, s.summary, s.doc, example])))
+        texts[s.id] = "\n".join([s.id, s.title, s.summary, s.doc, example])
+    digest = hashlib.sha1(json.dumps(texts, sort_keys=True).encode()).hexdigest()[:16]
+    cached = cache_dir() / "lexical" / f"catalog-{digest}.json"
+    try:
+        return {sid: Counter(tf) for sid, tf in json.loads(cached.read_text()).items()}
+    except (OSError, ValueError):
+        pass
+    out = {sid: Counter(words(text)) for sid, text in texts.items()}
+    try:  # a cache: any failure to write it only costs the next process the tokenising
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(out))
+        tmp.replace(cached)
+    except OSError:
+        pass
     return out
 
 
