@@ -153,6 +153,10 @@ def _configs_vary_launch(k) -> bool:
 
 MULTI_CONFIG = custom("autotune-multi-config", "`@triton.autotune` with more than one config",
                       lambda k: autotune_multi_config(k) or k.decorator("triton.autotune") is None)
+KEYED = custom(
+    "autotune-keyed", "an autotune `key` naming the sizes the best config depends on (`key=[]` tunes once, "
+    "for the first call's shapes, and reuses that config for every shape after)",
+    lambda k: (d := k.decorator("triton.autotune")) is None or d.kwargs.get("key", "x").strip() not in ("[]", "()"))
 CONFIGS_VARY_LAUNCH = custom(
     "autotune-configs-vary-warps-stages",
     "autotune configs that also vary `num_warps`/`num_stages` (the written configs differ only in tile sizes)",
@@ -170,6 +174,7 @@ SKELETON = Skeleton(
     preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, soft(TILE_WORK), ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("compute", "memory", "occupancy"),
-    # one config tunes nothing; tiles tried at one num_warps leave the warp count hand-picked
-    refine=[MULTI_CONFIG, CONFIGS_VARY_LAUNCH],
+    # one config tunes nothing; tiles tried at one num_warps leave the warp count hand-picked;
+    # an empty key tunes for the first shape only
+    refine=[MULTI_CONFIG, CONFIGS_VARY_LAUNCH, KEYED],
 )
