@@ -200,3 +200,7 @@ def test_mined_examples_feed_the_lexical_channel_and_can_be_hidden(tmp_path, kb,
     full = index_for(kb).docs["dot-input-precision-tf32x3"]
     hidden = index_for(kb, exclude={"file": {"$ne": "k0.py"}}).docs["dot-input-precision-tf32x3"]
     assert full["xylophone"] == hidden["xylophone"] + 1 and full["yurt"] == hidden["yurt"] == 1
+    # a later mine rebuilds them: the new kernel's words join the technique's document
+    write(repo / "k3.py", (repo / "k0.py").read_text().replace("xylophone", "narwhal"))
+    mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
+    assert index_for(kb).docs["dot-input-precision-tf32x3"]["narwhal"] == 1

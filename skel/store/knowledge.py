@@ -11,7 +11,8 @@ Collections (names prefixed ``skel_``):
   complete), counts.
 - ``verifications`` — typed verification runs (``skel.store.evidence.Verification``),
   written by ``skel verify --record``; read with the runs shipped in the package.
-- ``meta``     — schema version and technique statistics.
+- ``meta``     — schema version, technique statistics and, per technique, a few mined
+  kernels' texts for the retriever's lexical channel (rebuilt with the statistics).
 
 Embeddings are always passed explicitly (never chroma's default embedding function,
 which would try to download a model at run time). Records that need no vector carry a
