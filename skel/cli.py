@@ -223,10 +223,13 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt, as_json, no_template, store):
     """Suggest the skeletons that fit the Triton kernels in KERNEL_FILE.
 
-    Only skeletons whose preconditions hold, whose environment fits and which the kernel
-    does not already use are shown, each with why it applies (the kernel's lines), the
-    evidence (real mined locations) and its before → after template. With no mined
-    knowledge base the built-in catalog still answers, without locations.
+    Skeletons whose preconditions hold, whose environment fits and which the kernel does
+    not already use come first, each with why it applies (the kernel's lines), the
+    evidence (real mined locations) and its before → after template. Below them, labelled:
+    refinements of a technique the kernel uses incompletely, near misses (one literal
+    detail missing, named) and related techniques (close in words, no structural match).
+    Exit 0 needs a match or a refinement. With no mined knowledge base the built-in
+    catalog still answers, without locations.
     """
     from skel.retriever import render
 
@@ -239,7 +242,8 @@ def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt,
         click.echo(render.markdown(results), nl=False)
     else:
         click.echo(render.text(results, show_template=not no_template), nl=False)
-    sys.exit(EXIT_OK if any(r.suggestions for r in results) else EXIT_NO_SUGGESTION)
+    # near misses and related techniques are shown, labelled; only a structural fit is a "yes"
+    sys.exit(EXIT_OK if any(render.applies(r) for r in results) else EXIT_NO_SUGGESTION)
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -43,8 +43,35 @@ def test_fixture_expectation(exp):
     elif exp.kind == "ok":
         assert not (a.present is None and not a.failed and ruled_out is None), \
             f"near miss matched: {[str(h) for h in a.matched]}"
+    elif exp.kind == "near":
+        assert a.present is None, f"technique wrongly detected as present: {a.present}"
+        assert a.kind == "near-miss" and len(a.missing) == 1, f"not a near miss: failed {a.failed}"
+        assert a.missing == a.failed, (a.missing, a.failed)
+    elif exp.kind == "refine":
+        assert a.present is not None, "technique not detected as present"
+        assert a.kind == "refine" and a.refine, "no refine condition fails"
+    elif exp.kind == "complete":
+        assert a.present is not None, "technique not detected as present"
+        assert not a.refine, f"refine conditions fail on a complete use: {a.refine}"
     else:
         assert a.present is not None, "technique not detected as present"
+
+
+@pytest.mark.parametrize("sk", [s for s in SKELETONS if s.refine], ids=lambda s: s.id)
+def test_every_refine_skeleton_has_fixtures_both_ways(sk):
+    kinds = {e.kind for e in EXPECTATIONS if e.skeleton_id == sk.id}
+    assert {"refine", "complete"} <= kinds, f"{sk.id}: refine needs a refine and a complete kernel, have {kinds}"
+
+
+def test_enough_skeletons_say_how_to_refine_and_which_details_are_soft():
+    assert len([s for s in SKELETONS if s.refine]) >= 5
+    assert len([s for s in SKELETONS if any(c.soft for c in s.preconditions)]) >= 5
+
+
+@pytest.mark.parametrize("sk", [s for s in SKELETONS if any(c.soft for c in s.preconditions)], ids=lambda s: s.id)
+def test_every_soft_precondition_has_a_near_miss_fixture(sk):
+    kinds = {e.kind for e in EXPECTATIONS if e.skeleton_id == sk.id}
+    assert "near" in kinds, f"{sk.id}: a soft precondition needs a `# skel: near` kernel"
 
 
 @pytest.mark.parametrize("sk", SKELETONS, ids=lambda s: s.id)

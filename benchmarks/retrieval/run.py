@@ -77,12 +77,17 @@ def diagnose(case: dict, kf, ranked: list[str], ids: set[str]) -> list[str]:
             reasons.append(f"{sid}: not in the catalog")
             continue
         a = get(sid).assess(kf)
-        if a.present is not None:
+        where = ranked.index(sid) + 1 if sid in ranked else "?"
+        if a.present is not None and a.kind == "refine":
+            reasons.append(f"{sid}: refinement ranked too low (rank {where}; missing {'; '.join(a.refine)})")
+        elif a.present is not None:
             reasons.append(f"{sid}: judged already present ({'; '.join(map(str, a.present)) or 'negated'})")
+        elif a.kind == "near-miss":
+            reasons.append(f"{sid}: near miss ranked too low (rank {where}; missing {'; '.join(a.missing)})")
         elif a.failed:
-            reasons.append(f"{sid}: precondition failed: {'; '.join(a.failed)}")
+            related = f" (related at rank {where})" if sid in ranked else ""
+            reasons.append(f"{sid}: precondition failed{related}: {'; '.join(a.failed)}")
         else:
-            where = ranked.index(sid) + 1 if sid in ranked else "?"
             reasons.append(f"{sid}: ranked too low (rank {where})")
     return reasons
 
@@ -180,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             if set(c["expected"]) & ids:
                 covered[m].append((ranks[m], [e for e in c["expected"] if e in ids]))
         per_case.append({"id": c["id"], "repo": c["repo"], "expected": expected, "top5": ranked[:5],
+                         "kinds": {s.id: s.kind for s in res.suggestions[:5]},
                          "misses": diagnose(c, kf, ranked, ids) + [f"{o}: not in the catalog"
                                                                     for o in c.get("other", [])]})
 

@@ -35,27 +35,48 @@ def _dropped_lines(r: KernelResult) -> list[str]:
             for d in r.dropped]
 
 
+def applies(r: KernelResult) -> bool:
+    """Some skeleton fits on structure (a full match or a refinement): what exit code 0
+    means. Near misses and related techniques are shown, labelled, but are not that."""
+    return any(s.kind in ("match", "refine") for s in r.suggestions)
+
+
+def _tag(s: Suggestion) -> str:
+    return f"; {s.label.upper()}" if s.label else ""
+
+
+def _counts(r: KernelResult) -> str:
+    kinds = [s.kind for s in r.suggestions]
+    parts = [f"{kinds.count(k)} {name}" for k, name in (("match", "match"), ("refine", "refinement"),
+                                                         ("near-miss", "near miss"), ("related", "related"))
+             if kinds.count(k)]
+    return ", ".join(parts)
+
+
 def text(results: list[KernelResult], show_template: bool = True) -> str:
     out: list[str] = []
     for r in results:
         head = f"{r.kernel}  {r.path}:{r.line_start}-{r.line_end}"
-        if not r.suggestions:
+        if not applies(r):
             out.append(f"{head}\n  no skeleton applies ({r.considered} checked)"
                        + (f"; already uses: {', '.join(r.present)}" if r.present else ""))
             out.extend(f"  note: {note}" for note in r.notes)
             out.extend(_dropped_lines(r))
-            out.append("")
-            continue
-        out.append(f"{head}\n  {len(r.suggestions)} suggestion(s) from {r.considered} skeletons; "
-                   f"{r.store_kernels} mined kernels in the knowledge base")
-        if r.present:
-            out.append(f"  already uses: {', '.join(r.present)}")
-        for note in r.notes:
-            out.append(f"  note: {note}")
-        out.extend(_dropped_lines(r))
+            if not r.suggestions:
+                out.append("")
+                continue
+            out.append(f"  below: {_counts(r)} — each says what it lacks")
+        else:
+            out.append(f"{head}\n  {len(r.suggestions)} suggestion(s) ({_counts(r)}) from {r.considered} skeletons; "
+                       f"{r.store_kernels} mined kernels in the knowledge base")
+            if r.present:
+                out.append(f"  already uses: {', '.join(r.present)}")
+            for note in r.notes:
+                out.append(f"  note: {note}")
+            out.extend(_dropped_lines(r))
         for i, s in enumerate(r.suggestions, 1):
             out.append("")
-            out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}; score {s.score:.2f}]")
+            out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}; score {s.score:.2f}{_tag(s)}]")
             out.append(f"     {s.summary}")
             for w in s.why:
                 out.append(f"     why: {w}")
@@ -86,15 +107,17 @@ def markdown(results: list[KernelResult]) -> str:
             out.append(f"> {note}")
         out.extend(f"> dropped `{d['id']}`: ruled out by the authors (line {d['line']}): \"{d['quote']}\""
                    for d in r.dropped)
-        if not r.suggestions:
-            out.append(f"No skeleton applies ({r.considered} checked).")
+        if not applies(r):
+            out.append(f"No skeleton applies ({r.considered} checked)."
+                       + (f" Below: {_counts(r)}, each saying what it lacks." if r.suggestions else ""))
             out.append("")
-            continue
+            if not r.suggestions:
+                continue
         for i, s in enumerate(r.suggestions, 1):
-            out.append(f"### {i}. `{s.id}` — {s.title}")
+            out.append(f"### {i}. `{s.id}` — {s.title}" + (f" ({s.label})" if s.label else ""))
             out.append(f"{s.summary} *({s.category}; {s.status}; score {s.score:.2f})*")
             out.append("")
-            out.append("**Why it applies**")
+            out.append("**Why it applies**" if s.kind == "match" else "**What holds, and what is missing**")
             out.extend(f"- {w}" for w in s.why)
             out.extend(f"- caveat: {c}" for c in s.caveats)
             out.append("")

@@ -2,10 +2,23 @@
 
 1. Extract the kernel's facts (the miner's own extractor, so conditions read the same
    facts at query time as at mining time).
-2. Keep the skeletons whose preconditions hold, whose environment fits the target, and
-   whose technique the kernel does not already use. Nothing else is ever shown: when no
-   skeleton fits we say so instead of padding the list.
-3. Rank what is left by a weighted sum of named components, each in [0, 1]:
+2. Grade every skeleton against them (``Skeleton.assess``) and keep, in four tiers that
+   never mix — each tier ranks strictly below the one before it:
+
+   - ``match``:     its preconditions hold, the environment fits, the technique is absent;
+   - ``refine``:    the technique is present but incomplete (a ``refine`` condition of the
+                    skeleton fails): what is missing is named;
+   - ``near-miss``: absent, and exactly one *soft* precondition (a literal detail: a loop,
+                    a `tl.dot`, a runtime-length bound) fails; named as missing;
+   - ``related``:   no structural match, but the kernel's words are close to the
+                    technique's (the lexical channel below), at most ``RELATED_MAX`` of
+                    them, labelled "related (no structural match)".
+
+   Hard conditions still exclude in every tier: an environment the technique cannot run
+   in, a technique already used (and complete), and — for ``related`` — a failed negation
+   (the kernel has what the skeleton says rules it out, e.g. a `**config` launch).
+3. Within a tier, rank by a weighted sum of named components, each in [0, 1]
+   (``WEIGHTS``):
 
    - ``support``:    among the kernel's nearest mined kernels (embedding similarity), the
                      similarity-weighted share that use the technique — "kernels like
@@ -21,10 +34,15 @@
    - ``bound``:      the technique addresses the profile's bottleneck (``--bound``);
    - ``evidence``:   what verification runs in the target environment measured
                      (``skel.skeletons.status.evidence_score``): validated speedups lift,
-                     no-effect sinks, unverified sits between.
+                     no-effect sinks, unverified sits between;
+   - ``lexical``:    BM25 of the kernel's source against the skeleton's docs, template and
+                     mined examples (``skel.retriever.lexical``), over the best skeleton's.
+                     It reorders within a tier and picks the ``related`` tier; it never
+                     lifts a suggestion into a higher tier.
 
    A skeleton *refuted* in the target environment (wrong results, fails to launch, or
-   slower there) is never ranked above one that is not, and carries a warning saying so.
+   slower there) is never ranked above one of its tier that is not, and carries a warning
+   saying so.
 
    The components are reported with every suggestion so a reader can see why it ranks.
 """
@@ -38,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from skel.errors import SuggestError
+from skel.retriever.lexical import lexical_scores
 from skel.skeletons.base import BOUNDS, Status, Target
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications
@@ -56,9 +75,21 @@ if TYPE_CHECKING:
 # kernel-independent prior gets the smaller weight and the kernel's own evidence the larger.
 # Measured evidence outweighs any single structural signal: a technique that measured
 # ~1.0x on the GPU should not lead a list because it is common in mined code.
+# The lexical channel is a weaker, noisier echo of `support` and `facts` (words, not
+# structure), so it gets the weight of one structural signal, enough to break near-ties.
 WEIGHTS = {"support": 0.2, "facts": 0.15, "prevalence": 0.05, "specificity": 0.1, "rarity": 0.1,
-           "bound": 0.1, "evidence": 0.3}
+           "bound": 0.1, "evidence": 0.3, "lexical": 0.1}
 NEIGHBOURS = 40
+#: the tiers, best first: a suggestion never outranks one of an earlier tier
+TIERS = ("match", "refine", "near-miss", "related")
+#: a related (lexical-only) candidate must score at least this share of the best BM25
+#: score, and the best raw BM25 score must reach RELATED_FLOOR: a three-line kernel shares
+#: a few words with every skeleton and is close to none of them
+RELATED_MIN = 0.6
+RELATED_FLOOR = 8.0
+RELATED_MAX = 3
+LABELS = {"match": "", "refine": "refine: already used, incomplete", "near-miss": "near miss",
+          "related": "related (no structural match)"}
 
 
 @dataclass
@@ -93,6 +124,14 @@ class Suggestion:
     before: str
     after: str
     history: str = ""  # "introduced in N commits across M repositories (latest: ...)", from skel mine --history
+    kind: str = "match"  # match | refine | near-miss | related (see TIERS)
+    missing: list[str] = field(default_factory=list)  # conditions a refine / near miss / related lacks
+    lexical_score: float = 0.0  # the lexical channel's score, in [0, 1]
+
+    @property
+    def label(self) -> str:
+        """What the kind means, for people ("near miss"); empty for a full match."""
+        return LABELS[self.kind]
 
 
 @dataclass
@@ -201,8 +240,15 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                      "pass --backend to override")
     assessments = [s.assess(kf, target) for s in all_skeletons()]
     present = [a.skeleton.id for a in assessments if a.present is not None]
-    candidates, dropped = _ruled_out_by_authors([a for a in assessments if a.applies], kf)
     total = kb.count() if kb is not None else 0
+    lexical, lexical_top = lexical_scores(kf.source, kb if total else None, exclude)
+    structural = [a for a in assessments if a.kind is not None]
+    related = sorted((a for a in assessments if a.kind is None and a.env_ok and a.present is None
+                      and not a.ruled_out and lexical_top >= RELATED_FLOOR
+                      and lexical.get(a.skeleton.id, 0.0) >= RELATED_MIN),
+                     key=lambda a: (-lexical.get(a.skeleton.id, 0.0), a.skeleton.id))[:RELATED_MAX]
+    # the authors' own warnings drop a technique in every tier (match, refine, near miss, related)
+    candidates, dropped = _ruled_out_by_authors(structural + related, kf)
     result = KernelResult(kernel=kf.name, path=kf.path, line_start=kf.line_start, line_end=kf.line_end,
                           present=present, considered=len(assessments), suggestions=[], store_kernels=total,
                           notes=notes, dropped=dropped)
@@ -237,6 +283,7 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     users_by_id: dict[str, list] = {}
     for a in candidates:
         sid = a.skeleton.id
+        kind = a.kind or "related"
         users = [(n, s) for n, s in sims if sid in n.techniques]
         support = sum(s for _, s in users) / sim_total
         facts = max((_jaccard(query_tokens, set(n.tokens)) for n, _ in users), default=0.0)
@@ -253,21 +300,27 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         report = status_of(runs_by_id.get(sid, []), target)
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score,
-                      "evidence": evidence_score(report)}
+                      "evidence": evidence_score(report), "lexical": lexical.get(sid, 0.0)}
         score = sum(WEIGHTS[c] * v for c, v in components.items())
+        missing = {"refine": a.refine, "near-miss": a.missing, "related": a.failed}.get(kind, [])
+        # a refinement points at the use that is there; the others at what matched
+        why = [f"already uses it: {h}" for h in a.present or []] if kind == "refine" else [str(h) for h in a.matched]
 
         users_by_id[sid] = users
         out.append(Suggestion(
             id=sid, title=a.skeleton.title, summary=a.skeleton.summary,
             category=a.skeleton.category.value, status=report.status.value, score=round(score, 4),
             components={c: round(v, 3) for c, v in components.items()},
-            why=[str(h) for h in a.matched], caveats=a.env_notes + _warnings(report), evidence=[],
+            why=why, caveats=[f"missing: {m}" for m in missing] + a.env_notes + _warnings(report), evidence=[],
             occurrences=count, sources=technique.sources, verification=report,
             before="", after="",  # filled below for the suggestions shown
+            kind=kind, missing=list(missing), lexical_score=round(lexical.get(sid, 0.0), 3),
         ))
-    # measured evidence orders before any structural score: what was refuted here goes last,
-    # what measured no effect (or compiles to the same code) just above it
-    out.sort(key=lambda s: (s.status == "refuted", s.verification.basis is Status.NO_EFFECT, -s.score, s.id))
+    # the tier first (a near miss never outranks a full match); within it, measured evidence
+    # orders before any structural score: what was refuted here goes last, what measured no
+    # effect (or compiles to the same code) just above it. Related ones rank by their words.
+    out.sort(key=lambda s: (TIERS.index(s.kind), s.status == "refuted", s.verification.basis is Status.NO_EFFECT,
+                            -(s.lexical_score if s.kind == "related" else s.score), s.id))
     result.suggestions = out[:k]
     by_id = {a.skeleton.id: a.skeleton for a in candidates}
     for s in result.suggestions:  # templates are read from the example files only for what is shown

@@ -159,19 +159,44 @@ class Env:
 
 @dataclass
 class Assessment:
-    """How one skeleton relates to one kernel."""
+    """How one skeleton relates to one kernel, graded.
+
+    - ``match``: the technique is absent, every precondition holds, the environment fits;
+    - ``refine``: the technique is present but a ``refine`` condition of the skeleton
+      fails (``refine`` lists what is missing), so it is incomplete here;
+    - ``near-miss``: absent, and exactly one precondition fails, a *soft* one (a literal
+      detail such as "a loop" or "a `tl.dot`"), with the rest of the evidence in place
+      (``missing`` names it);
+    - ``None``: not suggested on structure — present and complete, a hard precondition
+      fails, more than one fails, or the environment rules it out.
+    """
 
     skeleton: "Skeleton"
     kernel: str
-    present: list[Hit] | None  # the technique is already there (never suggested)
+    present: list[Hit] | None  # the technique is already there (never suggested as new)
     matched: list[Hit]  # preconditions that hold, with lines
     failed: list[str]  # preconditions that do not hold
     env_ok: bool
     env_notes: list[str]
+    missing: list[str] = field(default_factory=list)  # the one soft precondition a near miss lacks
+    refine: list[str] = field(default_factory=list)  # refine conditions failing while present
+    # a failed precondition is a hard negation ("no `**config` launch"): the kernel has what
+    # the skeleton says rules the technique out, so no channel may suggest it
+    ruled_out: bool = False
 
     @property
     def applies(self) -> bool:
         return self.present is None and not self.failed and self.env_ok
+
+    @property
+    def kind(self) -> str | None:
+        if not self.env_ok:
+            return None
+        if self.present is not None:
+            return "refine" if self.refine else None
+        if not self.failed:
+            return "match"
+        return "near-miss" if self.missing else None
 
 
 @dataclass
@@ -189,6 +214,10 @@ class Skeleton:
     template_source: Callable[[], tuple[str, str]] | None = field(default=None, repr=False, compare=False)
     env: Env = field(default_factory=Env)
     helps: tuple[str, ...] = ()  # profile bounds it addresses: memory / compute / latency / occupancy
+    # Conditions a *complete* use of the technique satisfies (configs that vary num_warps
+    # as well as BLOCK, log2(e) folded into the scale ...): when the technique is present
+    # and one fails, the skeleton is suggested as a refinement naming what is missing.
+    refine: list[Condition] = field(default_factory=list)
     module: str = ""
     # Regexes naming the technique in prose. A sentence of the authors' notes (comments and
     # docstrings of the kernel, its helpers, its launcher, its module) that matches one of
@@ -209,18 +238,34 @@ class Skeleton:
     def assess(self, k: "KernelFacts", target: Target | None = None) -> Assessment:
         present = self.present.check(k)
         matched: list[Hit] = []
-        failed: list[str] = []
+        failed: list[Condition] = []
         for cond in self.preconditions:
             hits = cond.check(k)
             if hits is None:
-                failed.append(cond.describe)
+                failed.append(cond)
             else:
                 matched.extend(hits)
         env_ok, notes = self.env.check(target or Target())
         if k.folded:
             present = None if present is None else [_in_helper(h, k) for h in present]
             matched = [_in_helper(h, k) for h in matched]
-        return Assessment(self, k.name, present, matched, failed, env_ok, notes)
+        a = Assessment(self, k.name, present, matched, [c.describe for c in failed], env_ok, notes,
+                       ruled_out=any(c.name.startswith("~") and not c.soft for c in failed))
+        if present is not None:
+            a.refine = [c.describe for c in self.refine if not c.holds(k)]
+        elif len(failed) == 1 and failed[0].soft:
+            miss = failed[0]
+            if miss.relaxed is not None:
+                relaxed = miss.relaxed.check(k)
+                worth = relaxed is not None
+                a.matched.extend(relaxed or [])
+            else:
+                # the rest of the evidence must point at the kernel: a near miss whose only
+                # holding conditions are negations ("no `tl.dot`") says nothing about it
+                worth = any(h.lines for h in matched)
+            if worth:
+                a.missing = [miss.describe]
+        return a
 
     def section(self, heading: str) -> str:
         return doc_sections(self.doc).get(heading, "")
@@ -306,6 +351,8 @@ def validate(s: Skeleton) -> None:
         problems.append("no preconditions (use conditions.ALWAYS only if it truly applies to any kernel)")
     if s.present is None or s.present is ALWAYS:
         problems.append("missing `present` condition (how to tell the technique is already used)")
+    if not all(isinstance(c, Condition) for c in (*s.preconditions, *s.refine)):
+        problems.append("preconditions and refine conditions must be Condition values")
     for b in s.helps:
         if b not in BOUNDS:
             problems.append(f"unknown bound {b!r} in helps")

@@ -14,7 +14,7 @@ decorator, a loop); ``custom`` takes any function of the facts for the rest.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from skel.kernels import dtypes
@@ -44,6 +44,13 @@ class Condition:
     name: str
     describe: str
     test: Callable[[KernelFacts], list[Hit] | None] = field(repr=False, compare=False)
+    # A *soft* precondition is a literal detail of how the technique is usually written
+    # (a loop, a `tl.dot`, a runtime-length bound), not a reason it cannot apply: when it
+    # is the only one that fails, the skeleton is a near miss (ranked below every full
+    # match, naming what is missing) instead of hidden. ``relaxed``, when given, is what
+    # must still hold for the near miss to be worth showing. Set with ``soft(...)``.
+    soft: bool = field(default=False, compare=False)
+    relaxed: "Condition | None" = field(default=None, repr=False, compare=False)
 
     def check(self, k: KernelFacts) -> list[Hit] | None:
         """The hits when the condition holds (possibly empty for negations), else None."""
@@ -276,6 +283,14 @@ def custom(name: str, describe: str, fn: Callable[[KernelFacts], Iterable[int] |
 
 
 ALWAYS = Condition("always", "any kernel", lambda k: [])
+
+
+def soft(cond: Condition, relaxed: Condition | None = None) -> Condition:
+    """``cond`` as a soft precondition (see ``Condition.soft``): failing it alone makes a
+    near miss, provided ``relaxed`` holds (when given) or another precondition points at
+    lines of the kernel."""
+    return replace(cond, soft=True, relaxed=relaxed)
+
 
 #: Launch meta-parameters supplied by a tuned table: `kernel[grid](..., **config)` where
 #: the dict comes from an offline-tuned lookup (`get_config(M, E)`,

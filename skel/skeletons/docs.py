@@ -13,6 +13,9 @@ def conditions(s: Skeleton) -> dict[str, object]:
     return {
         "present": s.present.describe,
         "preconditions": [c.describe for c in s.preconditions],
+        # literal details: missing one alone makes a near miss, not a hidden suggestion
+        "soft": [c.describe for c in s.preconditions if c.soft],
+        "refine": [c.describe for c in s.refine],
         "backends": list(env.backends),
         "min_cc": env.min_cc,
         "triton": env.triton,
@@ -65,7 +68,9 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     for heading in DOC_HEADINGS[:-1]:
         out += [f"{h}{heading}", sections.get(heading, ""), ""]
     out += [f"{h}Conditions", f"- already present when: {c['present']}"]
-    out += [f"- requires: {p}" for p in c["preconditions"]]
+    out += [f"- requires: {p.describe}" + (" (soft: a near miss without it)" if p.soft else "")
+            for p in s.preconditions]
+    out += [f"- when present, complete with: {r.describe}" for r in s.refine]
     env = [f"backends {'/'.join(c['backends'])}"]
     if c["min_cc"]:
         env.append(f"sm_{c['min_cc']}+")

@@ -5,6 +5,10 @@ A comment line directly above a kernel (above its decorators) says what must hap
     # skel: match <id>   the skeleton must be suggested for this kernel
     # skel: ok <id>      a near miss: the skeleton must NOT be suggested
     # skel: uses <id>    the miner must detect the technique as already present
+    # skel: near <id>    a near miss: not a full match, but suggested below the matches,
+                         naming the one (soft) precondition that is missing
+    # skel: refine <id>  the technique is present but incomplete: a refine suggestion
+    # skel: complete <id> the technique is present and complete: no refine suggestion
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = re.compile(r"^\s*#\s*skel:\s*(match|ok|uses)\s+([a-z0-9-]+)\s*$")
+MARKER = re.compile(r"^\s*#\s*skel:\s*(match|ok|uses|near|refine|complete)\s+([a-z0-9-]+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,7 @@ class Expectation:
     path: str
     kernel: str
     line: int
-    kind: str  # match | ok | uses
+    kind: str  # match | ok | uses | near | refine | complete
     skeleton_id: str
 
     def __str__(self) -> str:

@@ -11,7 +11,8 @@ Collections (names prefixed ``skel_``):
   complete), counts.
 - ``verifications`` — typed verification runs (``skel.store.evidence.Verification``),
   written by ``skel verify --record``; read with the runs shipped in the package.
-- ``meta``     — schema version and technique statistics.
+- ``meta``     — schema version, technique statistics and, per technique, a few mined
+  kernels' texts for the retriever's lexical channel (rebuilt with the statistics).
 
 Embeddings are always passed explicitly (never chroma's default embedding function,
 which would try to download a model at run time). Records that need no vector carry a
@@ -34,6 +35,11 @@ from skel.store.evidence import Verification, merge_evidence, shipped_verificati
 SCHEMA_VERSION = 1
 _PLACEHOLDER = [1.0]
 _PREFIX = "skel_"
+# the lexical channel's share of each technique's mined kernels: enough fingerprints to
+# carry their vocabulary (names, parameters, calls), few enough that the documentation
+# still speaks for the technique
+EXAMPLES_PER_TECHNIQUE = 8
+EXAMPLE_CHARS = 4000
 
 
 def default_location() -> str:
@@ -334,7 +340,56 @@ class KnowledgeBase:
                 entry = stats.by_skeleton.setdefault(t, TechniqueStats(applicable=0))
                 entry.applicable = (entry.applicable or 0) + 1
         self.put_stats(stats)
+        self.technique_examples()  # built now, with the mine, not on the next query
         return stats
+
+    # --- mined examples per technique (the retriever's lexical channel) -----------------
+    def technique_examples(self, per: int = EXAMPLES_PER_TECHNIQUE,
+                           max_chars: int = EXAMPLE_CHARS) -> tuple[str, dict[str, list[dict]]]:
+        """(stamp, {technique: [{"id", "source", "file", "text"}, ...]}): a few mined kernels
+        using each technique — their embedded text (name, parameters, calls) —, from
+        distinct files, taken round-robin over sources, at most ``per`` and ``max_chars``
+        of text per technique. Built from one read of the store and kept in the meta
+        collection until the next mine changes the statistics (the stamp says which)."""
+        meta = self._col("meta")
+        got = meta.get(ids=["stats", "examples"], include=["metadatas", "documents"])
+        rows = dict(zip(got["ids"], zip(got["metadatas"], got["documents"])))
+        stamp = f"{rows['stats'][0].get('updated')}" if "stats" in rows else f"count:{self.count()}"
+        if "examples" in rows and rows["examples"][0].get("stamp") == f"{stamp}/{per}/{max_chars}":
+            return stamp, json.loads(rows["examples"][1] or "{}")
+        res = self._col("kernels").get(include=["metadatas", "documents"])
+        by_technique: dict[str, dict[str, list[tuple[str, str, str, str]]]] = {}
+        for id_, md, doc in sorted(zip(res["ids"], res["metadatas"], res["documents"]), key=lambda r: r[0]):
+            for t in filter(None, md.get("techniques", "").split(",")):
+                by_technique.setdefault(t, {}).setdefault(md["source"], []).append(
+                    (md["source"], id_, md["file"], doc or ""))
+        out: dict[str, list[dict]] = {}
+        for t, by_source in by_technique.items():
+            queues = [by_source[src] for src in sorted(by_source)]
+            # round-robin over sources: the first kernel of each, then the second ...
+            order = [q[i] for i in range(max(map(len, queues))) for q in queues if i < len(q)]
+            picked: list[dict] = []
+            files: set[tuple[str, str]] = set()
+            chars = 0
+            for src, id_, file, text in order:
+                if len(picked) >= per or chars >= max_chars:
+                    break
+                if (src, file) in files:
+                    continue
+                files.add((src, file))
+                text = text[:max_chars - chars]
+                chars += len(text)
+                picked.append({"id": id_, "source": src, "file": file, "text": text})
+            out[t] = picked
+        meta.upsert(ids=["examples"], embeddings=[_PLACEHOLDER], metadatas=[{"stamp": f"{stamp}/{per}/{max_chars}"}],
+                    documents=[json.dumps(out)])
+        return stamp, out
+
+    def filter_ids(self, ids: list[str], where: dict) -> list[str]:
+        """The kernel ids among ``ids`` that satisfy the chroma ``where`` clause."""
+        if not ids:
+            return []
+        return list(self._col("kernels").get(ids=ids, where=where, include=[])["ids"])
 
     # --- verification evidence (typed records written by the verifier) ------------------
     def add_verification(self, record: Verification) -> str:

@@ -82,13 +82,17 @@ def diagnose(case, kf, ranked: list[str], registry_ids: set[str]) -> list[str]:
             reasons.append(f"{sid}: not in the catalog")
             continue
         a = get(sid).assess(kf)
-        if a.present is not None:
-            why = "; ".join(map(str, a.present)) or "negated"
-            reasons.append(f"{sid}: fact extractor says already present ({why})")
+        where = ranked.index(sid) + 1 if sid in ranked else "?"
+        if a.present is not None and a.kind == "refine":
+            reasons.append(f"{sid}: refinement ranked too low (rank {where}; missing {'; '.join(a.refine)})")
+        elif a.present is not None:
+            reasons.append(f"{sid}: judged already present ({'; '.join(map(str, a.present)) or 'negated'})")
+        elif a.kind == "near-miss":
+            reasons.append(f"{sid}: near miss ranked too low (rank {where}; missing {'; '.join(a.missing)})")
         elif a.failed:
-            reasons.append(f"{sid}: precondition failed: {'; '.join(a.failed)}")
+            related = f" (related at rank {where})" if sid in ranked else ""
+            reasons.append(f"{sid}: precondition failed{related}: {'; '.join(a.failed)}")
         else:
-            where = ranked.index(sid) + 1 if sid in ranked else "?"
             reasons.append(f"{sid}: ranked too low (rank {where})")
     return reasons
 
@@ -151,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         runs["embed"].append((cosine_rank(query_embedder.embed([kf.source])[0], doc_vecs), expected))
         runs["frequent"].append((frequent, expected))
         misses = diagnose(c, kf, ranked, ids)
-        per_case.append({"id": c["id"], "expected": expected, "top5": ranked[:5], "misses": misses})
+        per_case.append({"id": c["id"], "expected": expected, "top5": ranked[:5], "misses": misses,
+                         "kinds": {s.id: s.kind for s in res.suggestions[:5]}})
 
     rows = [summarise(name, r) for name, r in runs.items()]
     from skel.tables import table

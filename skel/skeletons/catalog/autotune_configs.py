@@ -52,8 +52,8 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines
-from skel.skeletons.predicates.autotune import AUTOTUNED
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines, soft
+from skel.skeletons.predicates.autotune import AUTOTUNED, autotune_multi_config, autotune_text
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_id_vars
@@ -138,6 +138,33 @@ def grid_tiled_params(k) -> set[str]:
 TILE_WORK = custom("tile-loop", "a loop stepping over tiles of a tile-size parameter", _tile_loop) | calls(
     "tl.dot", in_loop=True, name="dot-in-loop", describe="a `tl.dot` inside a loop")
 
+
+def _configs_vary_launch(k) -> bool:
+    """The written-out configs try more than one num_warps or num_stages. Configs built in a
+    comprehension, or passed by name, cannot be read: they count as varying."""
+    d = k.decorator("triton.autotune")
+    text = autotune_text(k)
+    if d is None or d.config_count < 2 or " for " in text:
+        return True
+    n = text.count("Config(")
+    values = {}
+    for kw in ("num_warps", "num_stages"):
+        found = re.findall(kw + r"\s*=\s*([\w.]+)", text)
+        values[kw] = set(found) | ({"default"} if len(found) < n else set())
+    return any(len(v) > 1 for v in values.values())
+
+
+MULTI_CONFIG = custom("autotune-multi-config", "`@triton.autotune` with more than one config",
+                      lambda k: autotune_multi_config(k) or k.decorator("triton.autotune") is None)
+KEYED = custom(
+    "autotune-keyed", "an autotune `key` naming the sizes the best config depends on (`key=[]` tunes once, "
+    "for the first call's shapes, and reuses that config for every shape after)",
+    lambda k: (d := k.decorator("triton.autotune")) is None or d.kwargs.get("key", "x").strip() not in ("[]", "()"))
+CONFIGS_VARY_LAUNCH = custom(
+    "autotune-configs-vary-warps-stages",
+    "autotune configs that also vary `num_warps`/`num_stages` (the written configs differ only in tile sizes)",
+    _configs_vary_launch)
+
 SKELETON = Skeleton(
     id="autotune-configs",
     title="@triton.autotune over tile sizes, num_warps and num_stages",
@@ -146,7 +173,12 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bautotun\w*", r"triton\.Config"),
     present=AUTOTUNED,
-    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, TILE_WORK, ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
+    # a kernel with tile parameters but no tile loop (one block per row) still has a tile
+    # size and num_warps to tune: the loop is a literal detail, a near miss
+    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, soft(TILE_WORK), ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("compute", "memory", "occupancy"),
+    # one config tunes nothing; tiles tried at one num_warps leave the warp count hand-picked;
+    # an empty key tunes for the first shape only
+    refine=[MULTI_CONFIG, CONFIGS_VARY_LAUNCH, KEYED],
 )

@@ -124,6 +124,24 @@ EXP_ON_TILE = custom("exp-on-2d-tile", "a natural exp over a 2-D tile (broadcast
 REDUCTION = calls("tl.max", "tl.sum", "tl.reduce", "tl.logsumexp", name="reduction",
                   describe="a `tl.max` / `tl.sum` reduction (softmax-like)")
 
+_LOG2E = r"(?:1\.4426\d*|(?i:log2_?e|rcp_ln2|inv_ln2|ln2_inv))"
+_TIMES_LOG2E = re.compile(r"\*\s*\(?\s*" + _LOG2E + r"\b|\b" + _LOG2E + r"\s*\*")
+_SCALE = re.compile(r"(?i)\w*scale\w*|temperature|\w*softcap\w*|inv_temp\w*")
+
+
+def _log2e_folded(k) -> bool:
+    """No `exp2` argument multiplies by log2(e) itself while the kernel has a scale to fold
+    it into: `tl.exp2(qk * sm_scale * LOG2E)` per element is the same FMUL that `tl.exp`
+    costs, the saving only comes with `qk_scale = sm_scale * LOG2E` applied once."""
+    unfolded = [c for c in k.calls if c.name in EXP2 and c.args and _TIMES_LOG2E.search(c.args[0])]
+    has_scale = any(_SCALE.fullmatch(n) for n in (*k.names, *(p.name for p in k.params)))
+    return not (unfolded and has_scale)
+
+
+LOG2E_FOLDED = custom("log2e-folded-into-scale",
+                      "log2(e) folded into the scale applied anyway (an `exp2` argument still multiplies by "
+                      "LOG2E per element)", _log2e_folded)
+
 SKELETON = Skeleton(
     id="exp2-log2e-folding",
     title="exp2 with folded log2(e)",
@@ -135,4 +153,5 @@ SKELETON = Skeleton(
     preconditions=[NATURAL_EXP_CALL, REDUCTION | EXP_ON_TILE],
     env=Env(),
     helps=("compute",),
+    refine=[LOG2E_FOLDED],
 )

@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_targets, calls, custom, split_top, uses_name
+from skel.skeletons.conditions import assign_targets, calls, custom, loop, soft, split_top, uses_name
 
 _M_TILE = re.compile(r"(pid|tile|block|blk|bid)_?m|m_?(pid|tile|block|blk)")
 _N_TILE = re.compile(r"(pid|tile|block|blk|bid)_?n|n_?(pid|tile|block|blk)")
@@ -121,7 +121,11 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bswizzl\w*", r"\bGROUP_SIZE_M\b", r"\bgrouped (ordering|launch order)\b"),
     present=GROUPED_ORDER,
-    preconditions=[DOT_K_LOOP, TILE_INDICES],
+    # 2-D output tiles are the evidence; a `tl.dot` K loop is where the shared panels are
+    # largest, so tiles over a loading loop or a single `tl.dot` make a near miss
+    preconditions=[soft(DOT_K_LOOP, relaxed=calls("tl.dot", name="dot", describe="a `tl.dot`")
+                        | loop(containing="tl.load", name="loading-loop", describe="a loop calling `tl.load`")),
+                   TILE_INDICES],
     env=Env(),
     helps=("memory",),
 )

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, def_line, launched_with
+from skel.skeletons.conditions import calls, custom, def_line, launched_with, soft
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_axes
 
@@ -95,6 +95,29 @@ TRAINING_OP_FILE = custom(
     "training-op-file", "a file of training ops (it calls `ctx.save_for_backward`)",
     lambda k: True if any(c.endswith("save_for_backward") for c in k.module_calls) else None)
 
+
+def _pdl_launches(k) -> bool:
+    return any(ln.kwargs.get("launch_pdl", "False").strip() not in ("False", "0") for ln in k.launches)
+
+
+def _waits_when_pdl(k) -> bool:
+    """Launched with `launch_pdl=True` here, the kernel waits (`gdc_wait`) before it reads a
+    predecessor's output; without the wait those reads race the previous kernel."""
+    return not _pdl_launches(k) or any(c.name.split(".")[-1] == "gdc_wait" for c in k.calls)
+
+
+def _pdl_launch_when_gdc(k) -> bool:
+    """The kernel calls the GDC intrinsics and a launch in this file passes `launch_pdl=True`
+    (without it they are no-ops). A kernel launched from elsewhere counts as launched right."""
+    gdc = any(c.name.split(".")[-1] in _GDC for c in k.calls)
+    return not gdc or not k.launches or _pdl_launches(k)
+
+
+WAITS = custom("gdc-wait-when-pdl", "a `gdc_wait()` before the first read of a predecessor's output "
+               "(the kernel is launched with `launch_pdl=True`)", _waits_when_pdl)
+LAUNCHED_PDL = custom("launch-pdl-when-gdc", "a launch with `launch_pdl=True` (the kernel's `gdc_*` calls "
+                      "are no-ops without it)", _pdl_launch_when_gdc)
+
 SKELETON = Skeleton(
     id="launch-pdl",
     title="Programmatic Dependent Launch (launch_pdl + gdc_wait)",
@@ -103,7 +126,9 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bPDL\b", r"programmatic dependent launch", r"launch_pdl", r"gdc_(wait|launch)"),
     present=PDL_USED,
-    preconditions=[KERNEL_ENTRY, SMALL_GRID, ~RUNTIME_LOOP, ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
+    # a runtime-length loop makes the kernel longer, not unfit: a near miss
+    preconditions=[KERNEL_ENTRY, SMALL_GRID, soft(~RUNTIME_LOOP), ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
     helps=("latency",),
+    refine=[WAITS, LAUNCHED_PDL],
 )

@@ -50,7 +50,7 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 from __future__ import annotations
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom, launched_with, loop
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom, launched_with, loop, soft
 from skel.skeletons.predicates.autotune import autotune_config_keys
 from skel.skeletons.predicates.names import IDENT
 
@@ -108,6 +108,9 @@ PIPELINABLE_LOOP = custom("pipelinable-load-loop",
                           "a loop loading tiles that feed `tl.dot` or stream 2-D tiles over a runtime length",
                           pipelinable_loops)
 
+LOADING_LOOP = loop(kind=("range", "tl.range"), containing="tl.load", name="loading-loop",
+                    describe="a `range` loop calling `tl.load`")
+
 SKELETON = Skeleton(
     id="num-stages-pipelining",
     title="Software pipelining with num_stages",
@@ -116,7 +119,9 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bnum_?stages\b", r"\bpipelin\w*", r"\bsoftware[\s-]pipelin\w*"),
     present=STAGES_SET,
-    preconditions=[PIPELINABLE_LOOP, ~LAUNCH_CONFIG_DICT],
+    # any loop that loads can be pipelined; 2-D tiles, a `tl.dot` or a runtime bound are
+    # where it pays most, so a plain loading loop is a near miss
+    preconditions=[soft(PIPELINABLE_LOOP, relaxed=LOADING_LOOP), ~LAUNCH_CONFIG_DICT],
     env=Env(),
     helps=("memory", "latency"),
 )

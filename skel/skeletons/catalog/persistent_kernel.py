@@ -52,8 +52,10 @@ programs with the loop still works but only adds overhead.
 
 from __future__ import annotations
 
+import re
+
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import custom, soft
 from skel.skeletons.predicates.dots import NO_DOT
 from skel.skeletons.predicates.programs import grid_stride_loops
 from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION
@@ -65,6 +67,22 @@ PERSISTENT_LOOP = custom(
     grid_stride_loops,
 )
 
+_SM_COUNT = re.compile(r"(?i).*(multi_processor_count|num_?sms?|sm_?count|n_?sms?|get_num_sms|cu_count).*")
+
+
+def _grid_from_sm_count(k) -> bool:
+    """Some launch in the file sizes its grid from the SM count (a launch we cannot see
+    counts as sized): a grid-stride loop launched over every row only adds overhead."""
+    if not k.launches:
+        return True
+    return any(_SM_COUNT.fullmatch(x) for ln in k.launches for x in (ln.grid, *ln.host_calls, *ln.host_names))
+
+
+GRID_FROM_SM_COUNT = custom(
+    "persistent-grid-from-sm-count",
+    "a launch of about one program per SM (the grid reads `multi_processor_count`/`NUM_SMS`)",
+    _grid_from_sm_count)
+
 SKELETON = Skeleton(
     id="persistent-kernel",
     title="Persistent grid-stride row kernel",
@@ -73,7 +91,9 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bpersistent\b",),
     present=PERSISTENT_LOOP,
-    preconditions=[ONE_ROW_PER_PROGRAM, ROW_REDUCTION, ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
+    # an elementwise row (no reduction) has the same per-program overhead: a near miss
+    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
     env=Env(),
     helps=("latency", "occupancy"),
+    refine=[GRID_FROM_SM_COUNT],
 )

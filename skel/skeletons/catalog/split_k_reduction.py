@@ -59,7 +59,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_targets, custom, def_line
+from skel.skeletons.conditions import assign_targets, custom, def_line, soft
 from skel.skeletons.predicates.loops import loop_carried
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.partials import HOST_MERGED_PARTIALS
@@ -114,7 +114,7 @@ def _accumulators(k, lp) -> list:
     return out
 
 
-def _long_reduction_loops(k) -> list:
+def _long_reduction_loops(k, runtime_only: bool = True) -> list:
     static = _static_names(k) | _HEADS
     loads = [c.line for c in k.calls if c.name == "tl.load"]
     found = []
@@ -122,7 +122,7 @@ def _long_reduction_loops(k) -> list:
         if lp.kind in ("tl.static_range", "while") or not lp.args:
             continue
         end = lp.args[1] if len(lp.args) > 1 else lp.args[0]
-        if not set(IDENT.findall(end)) - static:
+        if runtime_only and not set(IDENT.findall(end)) - static:
             continue  # compile-time trip count
         if not any(lp.line <= ln <= lp.end_line for ln in loads):
             continue
@@ -246,6 +246,16 @@ VECTOR_OUTPUT = custom(
 #: that is `flash-decoding-two-stage`, with its own template; this skeleton keeps the sums.
 NOT_SOFTMAX_ATTENTION = ~ONLINE_SOFTMAX_LOOP
 
+DETERMINISTIC_MERGE = custom(
+    "deterministic-split-merge",
+    "a deterministic merge of the partials (a partial buffer and a second pass; fp32 `tl.atomic_add` sums in "
+    "a different order each run)",
+    lambda k: not _atomic_partial(k))
+
+REDUCTION_LOOP = custom(
+    "reduction-loop", "a loop carrying a `tl.dot`/`tl.sum` accumulator",
+    lambda k: [lp.line for lp in _long_reduction_loops(k, runtime_only=False)])
+
 SKELETON = Skeleton(
     id="split-k-reduction",
     title="Split-K reduction across programs (GEMV, skinny GEMM)",
@@ -254,7 +264,10 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bsplit[\s_-]?k\b", r"\bsplit[\s_-]?kv\b", r"\bflash[\s-]?decoding\b", r"\bnum_kv_splits\b"),
     present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS | HOST_MERGED_PARTIALS,
-    preconditions=[LONG_REDUCTION, VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION],
+    # a runtime-length bound is where splitting pays, not what makes it possible: the same
+    # accumulating loop over a compile-time length is a near miss
+    preconditions=[soft(LONG_REDUCTION, relaxed=REDUCTION_LOOP), VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION],
     env=Env(),
     helps=("occupancy", "latency"),
+    refine=[DETERMINISTIC_MERGE],
 )

@@ -56,7 +56,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.kernels.flow import args_of, contains_call, flow_of
 from skel.skeletons.predicates.addresses import gathered_address, tile_load_2d
 from skel.skeletons.predicates.loops import runtime_trip_count
-from skel.skeletons.conditions import calls, custom
+from skel.skeletons.conditions import calls, custom, soft
 
 _DESC_RECEIVER = re.compile(r"(?:^|_)desc(?:riptor)?(?:_|$|\d)", re.IGNORECASE)
 
@@ -67,7 +67,7 @@ def _descriptor_methods(k):
             and _DESC_RECEIVER.search(c.receiver.split(".")[-1] if c.receiver else "")]
 
 
-def _tile_loads_feeding_dot(k):
+def _tile_loads_feeding_dot(k, runtime_only: bool = True):
     fl = flow_of(k)
     lines = []
     loads = [c for c in fl.loads() if c.in_loop]
@@ -75,7 +75,7 @@ def _tile_loads_feeding_dot(k):
         if not dot.in_loop:
             continue
         loop = dot.loops[-1]
-        if not runtime_trip_count(fl, k, loop):
+        if runtime_only and not runtime_trip_count(fl, k, loop):
             continue  # a short constexpr loop (K / BK steps) does not amortize descriptor setup
         operands = [a for a in args_of(dot.node)[:2]]
         names = set()
@@ -102,6 +102,9 @@ TILE_LOAD_FEEDS_DOT_IN_LOOP = custom(
     "tile-load-feeds-dot-in-loop",
     "a regular 2-D tile load feeding a `tl.dot` inside a loop whose trip count is a runtime length",
     _tile_loads_feeding_dot)
+TILE_LOAD_FEEDS_DOT_ANY_LOOP = custom(
+    "tile-load-feeds-dot-in-any-loop", "a regular 2-D tile load feeding a `tl.dot` inside a loop",
+    lambda k: _tile_loads_feeding_dot(k, runtime_only=False))
 
 SKELETON = Skeleton(
     id="tma-tensor-descriptors",
@@ -111,7 +114,9 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bTMA\b", r"\btensor[\s_-]?descriptors?\b", r"make_tensor_descriptor"),
     present=DESCRIPTOR_USED,
-    preconditions=[TILE_LOAD_FEEDS_DOT_IN_LOOP],
+    # a runtime trip count is where descriptor setup amortizes best, not what makes TMA
+    # possible: the same strided tile loads in a constexpr-length loop are a near miss
+    preconditions=[soft(TILE_LOAD_FEEDS_DOT_IN_LOOP, relaxed=TILE_LOAD_FEEDS_DOT_ANY_LOOP)],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.4"),
     helps=("memory", "latency"),
 )

@@ -1,0 +1,206 @@
+"""Graded suggestions: full matches, then refinements, then near misses, then lexical-only
+related techniques — each tier strictly below the one before, each labelled, in JSON too."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import write
+from skel.retriever import render
+from skel.retriever.suggest import TIERS, suggest, suggest_for
+from skel.skeletons import expectations, registry
+
+FIXTURES = sorted(registry.FIXTURES_DIR.glob("*.py"))
+
+
+def _tiers_in_order(result) -> bool:
+    ranks = [TIERS.index(s.kind) for s in result.suggestions]
+    return ranks == sorted(ranks)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_no_suggestion_outranks_an_earlier_tier(path):
+    """Over every fixture kernel: a near miss never above a full match, a related one
+    never above a structural one, whatever their scores."""
+    for result in suggest(path, None, k=50):
+        assert _tiers_in_order(result), [(s.id, s.kind, s.score) for s in result.suggestions]
+
+
+def test_a_near_miss_with_a_higher_score_still_ranks_below_every_match(monkeypatch):
+    """Make the near miss win on every score component: it still goes below the matches."""
+    import skel.retriever.suggest as sg
+
+    path = registry.fixture_path("autotune-configs")
+    kf = expectations.kernels_by_name(path)["gelu_kernel"]
+    plain = suggest_for(kf, None, k=50)
+    kinds = {s.id: s.kind for s in plain.suggestions}
+    assert kinds["autotune-configs"] == "near-miss"
+    assert any(k == "match" for k in kinds.values()), kinds
+    real_scores = sg.lexical_scores
+
+    def favour_autotune(source, kb=None, exclude=None):
+        scores, top = real_scores(source, kb, exclude)
+        return {sid: (1.0 if sid == "autotune-configs" else 0.0) for sid in scores}, top
+
+    monkeypatch.setattr(sg, "lexical_scores", favour_autotune)
+    monkeypatch.setitem(sg.WEIGHTS, "lexical", 100.0)
+    judged = suggest_for(kf, None, k=50)
+    ids = [s.id for s in judged.suggestions]
+    near = ids.index("autotune-configs")
+    assert judged.suggestions[near].score > max(s.score for s in judged.suggestions if s.kind == "match")
+    assert all(s.kind == "match" for s in judged.suggestions[:near]) and near > 0
+
+
+def test_near_miss_says_what_is_missing_and_is_labelled():
+    path = registry.fixture_path("launch-pdl")
+    (res,) = suggest(path, None, kernel="prefill_row_sum_kernel", k=50)
+    sug = {s.id: s for s in res.suggestions}["launch-pdl"]
+    assert sug.kind == "near-miss" and sug.missing == ["no loop over a runtime length"]
+    assert "missing: no loop over a runtime length" in sug.caveats
+    out = render.text([res], show_template=False)
+    assert "NEAR MISS" in out and "caveat: missing: no loop over a runtime length" in out
+    assert "(near miss)" in render.markdown([res])
+
+
+def test_hard_preconditions_still_exclude():
+    """A failed negation that is not soft (the kernel has a `tl.dot`) and a wrong backend
+    keep a skeleton out of every tier."""
+    path = registry.fixture_path("launch-pdl")
+    kernels = expectations.kernels_by_name(path)
+    (res,) = suggest(path, None, kernel="prefill_row_sum_kernel", k=50)
+    from skel.skeletons.base import Target
+
+    (rocm,) = suggest(path, None, kernel="prefill_row_sum_kernel", k=50, target=Target(backend="rocm"))
+    assert "launch-pdl" in [s.id for s in res.suggestions]
+    assert "launch-pdl" not in [s.id for s in rocm.suggestions], "needs CUDA: no near miss on ROCm"
+    a = registry.get("launch-pdl").assess(kernels["rmsnorm_bwd_dx_kernel"])
+    assert a.kind is None and a.ruled_out, (a.failed, a.missing)
+
+
+def test_refine_names_the_missing_piece_and_ranks_below_matches():
+    path = registry.fixture_path("persistent-kernel")
+    (res,) = suggest(path, None, kernel="rmsnorm_grid_stride_every_row", k=50)
+    sug = {s.id: s for s in res.suggestions}["persistent-kernel"]
+    assert sug.kind == "refine" and "persistent-kernel" in res.present
+    assert sug.missing and "one program per SM" in sug.missing[0]
+    assert sug.why and all(w.startswith("already uses it:") for w in sug.why)
+    assert _tiers_in_order(res)
+    (complete,) = suggest(path, None, kernel="rmsnorm_grid_stride_sms", k=50)
+    assert "persistent-kernel" not in [s.id for s in complete.suggestions]
+
+
+BIG_NAMES_NO_STRUCTURE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def online_softmax_logsumexp_running_max_rescale(x_ptr, lse_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    # a softmax / logsumexp row in one block: the running max, rescale and exp-sum of the
+    # online softmax have nothing to merge here (no second pass over the row)
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=-float("inf"))
+    running_max = tl.max(x, axis=0)
+    rescaled_sum = tl.sum(tl.exp(x - running_max), axis=0)
+    tl.store(lse_ptr + row, running_max + tl.log(rescaled_sum))
+'''
+
+
+def test_related_candidates_sit_below_structural_ones_and_say_so(tmp_path):
+    k = write(tmp_path / "k.py", BIG_NAMES_NO_STRUCTURE)
+    (res,) = suggest(k, None, k=50)
+    related = [s for s in res.suggestions if s.kind == "related"]
+    assert related, [(s.id, s.kind, s.lexical_score) for s in res.suggestions]
+    assert "online-softmax" in [s.id for s in related]
+    assert _tiers_in_order(res)
+    for s in related:
+        assert s.label == "related (no structural match)" and s.missing
+        assert registry.get(s.id).assess(expectations.kernels_by_name(k)[res.kernel]).kind is None
+    assert "RELATED (NO STRUCTURAL MATCH)" in render.text([res], show_template=False)
+
+
+def test_related_never_overrides_what_rules_a_technique_out(tmp_path):
+    """A `**config` launch (offline-tuned meta-parameters) rules autotuning out: even a
+    kernel whose every word is about autotuning gets no autotune suggestion from words."""
+    k = write(tmp_path / "k.py", '''
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def autotune_configs_num_warps_num_stages_block_size(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+        pid = tl.program_id(0)
+        for start in range(0, n, BLOCK_SIZE):
+            offs = pid * n + start + tl.arange(0, BLOCK_SIZE)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+    def launch(x, y, n, config):
+        autotune_configs_num_warps_num_stages_block_size[(4,)](x, y, n, **config)
+    ''')
+    (res,) = suggest(k, None, k=50)
+    assert "autotune-configs" not in [s.id for s in res.suggestions]
+
+
+def test_a_trivial_kernel_gets_no_related_padding(tmp_path):
+    k = write(tmp_path / "k.py", '''
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def store_one(x_ptr):
+        tl.store(x_ptr, 1.0)
+    ''')
+    (res,) = suggest(k, None, k=50)
+    assert not [s for s in res.suggestions if s.kind == "related"]
+    assert not render.applies(res)
+
+
+def test_json_carries_kind_missing_and_lexical_score():
+    path = registry.fixture_path("launch-pdl")
+    data = json.loads(render.as_json(suggest(path, None, kernel="prefill_row_sum_kernel", k=50)))
+    sugs = data["kernels"][0]["suggestions"]
+    assert {"kind", "missing", "lexical_score"} <= set(sugs[0])
+    assert {s["kind"] for s in sugs} <= set(TIERS)
+    pdl = next(s for s in sugs if s["id"] == "launch-pdl")
+    assert pdl["kind"] == "near-miss" and pdl["missing"] == ["no loop over a runtime length"]
+    assert 0.0 <= pdl["lexical_score"] <= 1.0 and "lexical" in pdl["components"]
+
+
+def test_mined_examples_feed_the_lexical_channel_and_can_be_hidden(tmp_path, kb, hash_embedder):
+    """Examples come from distinct files of the store; a kernel hidden by `exclude` (the
+    benchmark hides the case's own file) no longer lends its words."""
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+    from skel.retriever.lexical import index_for
+
+    repo = tmp_path / "repo"
+    for i, word in enumerate(("xylophone", "yurt", "wombat")):
+        write(repo / f"k{i}.py", f'''
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def zebra_{word}(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
+            o = tl.arange(0, BT)
+            a = tl.load(a_ptr + o[:, None] * BT + o[None, :])
+            b = tl.load(b_ptr + o[:, None] * BT + o[None, :])
+            tl.store(c_ptr + o[:, None] * BT + o[None, :], tl.dot(a, b, input_precision="tf32x3"))
+        ''')
+    mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
+    _, examples = kb.technique_examples()
+    tf32 = examples["dot-input-precision-tf32x3"]
+    assert len({e["file"] for e in tf32}) == len(tf32) == 3
+    assert all("zebra" in e["text"] for e in tf32)
+    full = index_for(kb).docs["dot-input-precision-tf32x3"]
+    hidden = index_for(kb, exclude={"file": {"$ne": "k0.py"}}).docs["dot-input-precision-tf32x3"]
+    assert full["xylophone"] == hidden["xylophone"] + 1 and full["yurt"] == hidden["yurt"] == 1
+    # a later mine rebuilds them: the new kernel's words join the technique's document
+    write(repo / "k3.py", (repo / "k0.py").read_text().replace("xylophone", "narwhal"))
+    mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
+    assert index_for(kb).docs["dot-input-precision-tf32x3"]["narwhal"] == 1
