@@ -56,9 +56,9 @@ class Harness:
         h = cls(module, Path(str(where)))
         if h.measure not in MEASURES:
             raise InputError(f"{where}: MEASURE must be one of {', '.join(MEASURES)}, not {h.measure!r}")
-        unknown = [s for s in (*h.cpu_shapes, *h.check_only) if s not in h.shapes]
+        unknown = [s for s in (*h.cpu_shapes, *h.check_only, *h.fixes) if s not in h.shapes]
         if unknown:
-            raise InputError(f"{where}: CPU_SHAPES/CHECK_ONLY name unknown shapes {unknown}")
+            raise InputError(f"{where}: CPU_SHAPES/CHECK_ONLY/FIXES name unknown shapes {unknown}")
         return h
 
     @classmethod
@@ -79,6 +79,13 @@ class Harness:
     @property
     def check_only(self) -> tuple[str, ...]:
         return tuple(self._get("CHECK_ONLY", ()))
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        """Shapes where the *before* is expected to be wrong: the pair shows a correctness
+        technique (int64 offsets past 2**31 elements), so there the evidence is "before
+        wrong, after right", not a failure."""
+        return tuple(self._get("FIXES", ()))
 
     @property
     def gpu_shapes(self) -> tuple[str, ...]:

@@ -43,11 +43,11 @@ unchanged when the pruned configs could not have won.
 ## References
 - Triton `python/triton/ops/matmul.py` (Triton 2.x: `_kernel` autotuned with
   `prune_configs_by={'early_config_prune': early_config_prune, 'perf_model': estimate_matmul_time}`)
-- flash-linear-attention `fla/ops/gla/chunk.py` (`BK_LIST = [32, 64] if check_shared_mem() else [16, 32]`,
+- flash-linear-attention `fla/ops/gla/chunk.py` (`BK_LIST = [32, 64] if check_shared_mem() else [16, 32]`, — at `49b00f0a94`, before 2025-07-01
   used by `chunk_gla_bwd_kernel_dv`, v0.2.2)
-- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`:
+- flash-linear-attention `fla/ops/attn/parallel.py` (`parallel_attn_fwd_kernel`: — at `49b00f0a94`, before 2025-07-01
   `num_warps in [1, 2, 4] + ([8] if check_shared_mem('hopper') else [])`, v0.2.2)
-- FlagGems `src/flag_gems/runtime/backend/_cambricon/ops/mv.py` (`config_prune` passed as
+- FlagGems `src/flag_gems/runtime/backend/_cambricon/ops/mv.py` (`config_prune` passed as — at `a8f6d603ef`, before 2025-07-01
   `early_config_prune`, commit a8f6d603efb6)
 """
 

@@ -47,11 +47,11 @@ from.
   accumulates in a different order (and in bf16 if `grad_W` is bf16 — accumulate in fp32).
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/fused_linear_cross_entropy.py` (`fused_linear_cross_entropy_forward`:
+- Liger-Kernel `src/liger_kernel/ops/fused_linear_cross_entropy.py` (`fused_linear_cross_entropy_forward`: — at `5e3bf99abb`, before 2025-07-01
   the chunk loop, `chunk_size`, `torch.addmm` into `grad_weight`, v0.5.10)
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: the gradient stored
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: the gradient stored — at `5e3bf99abb`, before 2025-07-01
   into `X_ptr`, the logits it read, v0.5.10)
-- flash-linear-attention `fla/modules/fused_linear_cross_entropy.py` (`cross_entropy_kernel`,
+- flash-linear-attention `fla/modules/fused_linear_cross_entropy.py` (`cross_entropy_kernel`, — at `49b00f0a94`, before 2025-07-01
   `fused_linear_cross_entropy_forward`, v0.2.2)
 - Wijmans et al., "Cut Your Losses in Large-Vocabulary Language Models" (arXiv:2411.09009): the same
   memory argument, taken further

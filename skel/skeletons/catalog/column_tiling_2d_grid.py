@@ -44,9 +44,9 @@ on wide rows on Blackwell.
   row count (which can be millions of tokens) on axis 0 and the column tiles on axis 1.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/swiglu.py` (`_swiglu_backward_kernel`: one program per row, the
+- Liger-Kernel `src/liger_kernel/ops/swiglu.py` (`_swiglu_backward_kernel`: one program per row, the — at `5e3bf99abb`, before 2025-07-01
   whole row in one `BLOCK_SIZE` block, v0.5.10)
-- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`: `col = tl.program_id(0) * BLOCK_N + ...`,
+- Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`: `col = tl.program_id(0) * BLOCK_N + ...`, — at `5e3bf99abb`, before 2025-07-01
   `row_id = tl.program_id(1)`, grid `(cdiv(N, BLOCK_N), M)`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/geglu.py` (`_geglu_tanh_backward_kernel`, one block per row, v0.5.10)
 """

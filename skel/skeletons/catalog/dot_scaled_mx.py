@@ -40,7 +40,7 @@ cannot run `tl.dot_scaled`.
 ## References
 - Triton `python/triton/language/core.py` (`dot_scaled`) and `python/test/unit/language/test_matmul.py` (`mxfp_matmul`)
 - aiter `aiter/ops/triton/gemm_afp4wfp4.py` (`_gemm_afp4_wfp4_kernel`, `tl.dot_scaled` with e2m1; commit 3703a6e300fce12ea1a683641ee50a31cb666a55, 2025-06-26)
-- aiter `aiter/ops/triton/moe_op_mxfp4.py` (`_fused_moe_kernel_mxfp4`; same commit)
+- aiter `aiter/ops/triton/moe_op_mxfp4.py` (`_fused_moe_kernel_mxfp4`; same commit) — at `449d939092`, before 2025-07-01
 - OCP Microscaling Formats (MX) Specification v1.0 (2023)
 """
 

@@ -47,7 +47,7 @@ outputs the extra precision is rounded away. Liger's GEGLU and DyT kernels call 
 - Liger-Kernel `src/liger_kernel/ops/geglu.py` (`_geglu_tanh_forward_kernel`: libdevice `tanh`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`: libdevice `tanh`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_forward_kernel`: `rsqrt`, v0.5.10)
-- flash-linear-attention `fla/ops/utils/op.py` (`FLA_USE_FAST_OPS`: `div = fast_dividef`, `exp = fast_expf`, v0.2.2)
+- flash-linear-attention `fla/ops/utils/op.py` (the `FLA_USE_FAST_OPS` switch: `div = fast_dividef`, `exp = fast_expf`, v0.2.2)
 - Triton `python/triton/language/math.py` (`fdiv`: "fast division", `div_rn`: "precise division",
   `sqrt` / `sqrt_rn`, `rsqrt`; checked on Triton 3.7)
 """

@@ -32,13 +32,13 @@ for exactly these per-row loops.
   (both paths behind a constexpr flag is the portable form).
 
 ## References
-- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_A_fwd.py` (`chunk_dplr_fwd_A_kernel_intra_sub_intra`:
+- flash-linear-attention `fla/ops/generalized_delta_rule/dplr/chunk_A_fwd.py` (`chunk_dplr_fwd_A_kernel_intra_sub_intra`: — at `49b00f0a94`, before 2025-07-01
   `gather(b_k, row_idx, axis=0)` under `GATHER_SUPPORTED`, the `tl.sum(tl.where(mask[:, None], b_k, 0), 0)` fallback,
   v0.2.2)
 - flash-linear-attention `fla/ops/utils/op.py` (`gather = tl.gather` when `is_gather_supported`, v0.2.2)
 - flash-linear-attention issue #265 ("Replace `tl.where` with `tl.gather` for better performance in Triton >= 3.3.0",
   2025-03-31)
-- flash-linear-attention `fla/ops/generalized_delta_rule/iplr/wy_fast.py` (`prepare_wy_repr_fwd_kernel_chunk32`:
+- flash-linear-attention `fla/ops/generalized_delta_rule/iplr/wy_fast.py` (`prepare_wy_repr_fwd_kernel_chunk32`: — at `49b00f0a94`, before 2025-07-01
   the one-hot row extract in a forward substitution, v0.2.2)
 """
 

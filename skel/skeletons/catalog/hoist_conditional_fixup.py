@@ -35,11 +35,11 @@ the compare. The fix-up is two scalar memory operations per row.
 - ignored targets (`y == ignore_index`) or out-of-range labels: guard the fix-up.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`:
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: — at `5e3bf99abb`, before 2025-07-01
   `X_block = tl.where(X_offsets != y, X_block, X_block - (1 - label_smoothing))` in the gradient loop, v0.5.10)
-- Liger-Kernel `src/liger_kernel/ops/grpo_loss.py` (`_grpo_loss_bwd_kernel`: `tl.where(cols == idx, 1 - probs, -probs)`,
+- Liger-Kernel `src/liger_kernel/ops/grpo_loss.py` (`_grpo_loss_bwd_kernel`: `tl.where(cols == idx, 1 - probs, -probs)`, — at `5e3bf99abb`, before 2025-07-01
   v0.5.10)
-- flash-linear-attention `fla/modules/fused_linear_cross_entropy.py` (`cross_entropy_kernel`: the gradient loop
+- flash-linear-attention `fla/modules/fused_linear_cross_entropy.py` (`cross_entropy_kernel`: the gradient loop — at `49b00f0a94`, before 2025-07-01
   stores the plain softmax, then `b_l = tl.load(logits + b_y)` ... `tl.store(logits + b_y, b_l)` after it, v0.2.2)
 """
 

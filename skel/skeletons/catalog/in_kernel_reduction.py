@@ -37,10 +37,10 @@ of that is overhead. FLA removed the key-dimension split from its NSA kernels an
   of flash-decoding): that merge is part of the algorithm.
 
 ## References
-- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`: the `NK` grid axis, the
+- flash-linear-attention `fla/ops/nsa/parallel.py` (`parallel_nsa_fwd_kernel`: the `NK` grid axis, the — at `49b00f0a94`, before 2025-07-01
   `o = torch.empty(NK, ...)` partials and `o = o.sum(0)` removed, commit 9930c972 "[NSA] Delete parallel
   along k dim", 2025-02-21)
-- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `for i_k in range(tl.cdiv(K, BK))`
+- flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `for i_k in range(tl.cdiv(K, BK))` — at `49b00f0a94`, before 2025-07-01
   inside the program; `chunk_bwd_kernel_dqkwg`: still `grid = (NK, NT, B * H)` and `dg = dg.sum(0)`, v0.2.2)
 """
 

@@ -46,7 +46,7 @@ conversion the win is the same in kind: one instruction where Triton would emit 
   must match the packing order of the weights.
 
 ## References
-- lmdeploy `lmdeploy/pytorch/kernels/cuda/awq_kernels.py` (`_dequant_s4_to_f16x2`: `lop3.b32` +
+- lmdeploy `lmdeploy/pytorch/kernels/cuda/awq_kernels.py` (`_dequant_s4_to_f16x2`: `lop3.b32` + — at `8bdfa2d582`, before 2025-07-01
   `fma.rn.f16x2` / `sub.f16x2`, and `_unpack_weight`'s `tl.join`, v0.9.0)
 - Triton API: `triton.language.inline_asm_elementwise` (`pack`, `is_pure`, tuple `dtype`)
 - NVIDIA PTX ISA: `lop3`, `cvt` (`.rna.tf32.f32`, `.f16x2.f32`), `ex2.approx`

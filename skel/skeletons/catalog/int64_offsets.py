@@ -42,7 +42,7 @@ program) and keep the per-iteration tile offsets in int32.
   tile offset.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`:
+- Liger-Kernel `src/liger_kernel/ops/cross_entropy.py` (`liger_cross_entropy_kernel`: — at `5e3bf99abb`, before 2025-07-01
   `program_id = tl.program_id(0).to(tl.int64)` with the comment on B*T*V overflow, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/swiglu.py` (`_swiglu_forward_kernel`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`: `tl.cast(tl.program_id(0), tl.int64)`, v0.5.10)

@@ -48,7 +48,7 @@ cached loads) are cheap next to that.
   padding problem.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_forward_kernel`: the
+- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_forward_kernel`: the — at `5e3bf99abb`, before 2025-07-01
   `for channel_idx in tl.range(...)` / `for i in range(0, hidden_size_per_channel, BLOCK_SIZE)` nest, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`: the same nest, v0.5.10)
 """

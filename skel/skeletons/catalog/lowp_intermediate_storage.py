@@ -39,9 +39,9 @@ for backward also halves. For a `[B, T, H, BT]` chunk matrix next to `[B, T, H, 
   similar value, exponentiated with a large scale).
 
 ## References
-- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_intra_gk`: the intra-chunk `A` allocated with
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_intra_gk`: the intra-chunk `A` allocated with — at `49b00f0a94`, before 2025-07-01
   `dtype=torch.float`, v0.2.2)
-- flash-linear-attention `fla/ops/common/chunk_scaled_dot_kkt.py` (`chunk_scaled_dot_kkt_fwd`: `output_dtype`
+- flash-linear-attention `fla/ops/common/chunk_scaled_dot_kkt.py` (`chunk_scaled_dot_kkt_fwd`: `output_dtype` — at `49b00f0a94`, before 2025-07-01
   parameter choosing the storage dtype of `A`, v0.2.2)
 - Triton tutorial `03-matrix-multiplication.py` (`matmul_kernel`: fp32 accumulator, fp16 `c` stored)
 """

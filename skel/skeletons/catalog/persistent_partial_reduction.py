@@ -49,12 +49,12 @@ The grid must be `sm_count` (from `torch.cuda.get_device_properties(...).multi_p
 and `rows_per_program = cdiv(n_rows, sm_count)`; the partial buffer is fp32.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `rows_per_program`,
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_backward_kernel`: `rows_per_program`, — at `5e3bf99abb`, before 2025-07-01
   `_dW = torch.empty((sm_count, n_cols))`, `_dW.sum(dim=0)`, v0.5.10)
 - Liger-Kernel `src/liger_kernel/ops/layer_norm.py` (`_layer_norm_backward_kernel`, v0.5.10)
-- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`: `tl.atomic_add(DW_ptr + channel_idx, ...)`,
+- Liger-Kernel `src/liger_kernel/ops/group_norm.py` (`_group_norm_backward_kernel`: `tl.atomic_add(DW_ptr + channel_idx, ...)`, — at `5e3bf99abb`, before 2025-07-01
   the atomic form, v0.5.10)
-- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_bwd_kernel`: `BS` rows per program, partial
+- flash-linear-attention `fla/modules/layernorm.py` (`layer_norm_bwd_kernel`: `BS` rows per program, partial — at `49b00f0a94`, before 2025-07-01
   `dw + i_s * D` rows, v0.2.2)
 - Triton tutorial `05-layer-norm.py` (`_layer_norm_bwd_dx_fused` + `_layer_norm_bwd_dwdb`: the lock-based
   GROUP_SIZE_M variant)

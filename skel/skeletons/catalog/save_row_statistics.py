@@ -37,11 +37,11 @@ reduction's arithmetic and latency, a smaller but real share of a memory-bound k
   the other direction — recompute from a seed or from `lse` — is the right trade there.
 
 ## References
-- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_forward_kernel` stores `RSTD`,
+- Liger-Kernel `src/liger_kernel/ops/rms_norm.py` (`_rms_norm_forward_kernel` stores `RSTD`, — at `5e3bf99abb`, before 2025-07-01
   `_rms_norm_backward_kernel` loads it, v0.5.10)
 - Triton tutorial `05-layer-norm.py` (`_layer_norm_fwd_fused` stores `Mean` and `Rstd`; `_layer_norm_bwd_dx_fused`
   loads them)
-- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_bwd_kernel`: `b_var = tl.sum(b_x * b_x, ...)` recomputed
+- flash-linear-attention `fla/modules/l2norm.py` (`l2norm_bwd_kernel`: `b_var = tl.sum(b_x * b_x, ...)` recomputed — at `49b00f0a94`, before 2025-07-01
   in the backward, v0.2.2)
 - Triton tutorial `06-fused-attention.py` (`_attn_fwd` stores `M`, the log-sum-exp per query row; the backward
   (`_attn_bwd`, `_attn_bwd_dkdv`, `_attn_bwd_dq`) reads it to rebuild P without a softmax pass)

@@ -44,10 +44,10 @@ bandwidth-bound loop.
   varies per call (a specialized length) recompiles on every new value.
 
 ## References
-- flash-linear-attention `fla/modules/convolution.py` (`causal_conv1d_fwd_kernel`: `for i_w in
+- flash-linear-attention `fla/modules/convolution.py` (`causal_conv1d_fwd_kernel`: `for i_w in — at `49b00f0a94`, before 2025-07-01
   tl.static_range(-W + 1, 1)` over the taps, v0.2.2)
 - flash-linear-attention `fla/ops/nsa/utils.py` (`_bitonic_merge`: `tl.static_range(stage)`, v0.2.2)
-- Liger-Kernel `src/liger_kernel/ops/experimental/mm_int8int2.py` (`matmul_kernel`: the
+- Liger-Kernel `src/liger_kernel/ops/experimental/mm_int8int2.py` (`matmul_kernel`: the — at `5e3bf99abb`, before 2025-07-01
   `for i in range(4)` unpack loop still a plain `range`, v0.5.10)
 - Triton API: `triton.language.static_range`, `triton.language.range` (`loop_unroll_factor`)
 """

@@ -37,9 +37,9 @@ suffix sum without a subtract-from-total trick.
   work grows.
 
 ## References
-- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: the triangular-ones
+- flash-linear-attention `fla/ops/utils/logcumsumexp.py` (`logcumsumexp_fwd_kernel`: the triangular-ones — at `49b00f0a94`, before 2025-07-01
   matmul form, v0.2.2)
-- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: inclusive and exclusive
+- flash-linear-attention `fla/ops/rwkv6/chunk.py` (`chunk_rwkv6_fwd_cumsum_kernel`: inclusive and exclusive — at `49b00f0a94`, before 2025-07-01
   prefix sums as `tl.dot(m_i, b_s)` / `tl.dot(m_e, b_s)`, v0.2.2)
 - flash-linear-attention `fla/ops/utils/cumsum.py` (v0.2.2: `chunk_local_cumsum_scalar_kernel` uses the
   native `tl.cumsum`, `chunk_local_cumsum_vector_kernel` still `tl.dot(m_s, b_s, allow_tf32=False)`)

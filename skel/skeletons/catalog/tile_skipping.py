@@ -183,7 +183,10 @@ def _skipped_blocks(k) -> list[int]:
     for f in k.ifs:
         if not (f.get("loop_depth", 0) and re.search(r"<=|>=|<|>", f["test"])) or "tl.load" in f["test"]:
             continue
-        lp = max((lp for lp in k.loops if lp.line <= f["line"] <= lp.end_line), key=lambda x: x.line)
+        lp = max((lp for lp in k.loops if lp.line <= f["line"] <= lp.end_line), key=lambda x: x.line,
+                 default=None)
+        if lp is None:  # an `if` folded in from a helper whose loop is the caller's: no range here
+            continue
         variant = set(lp.assigned) | set(lp.targets)
         names = set(f["names"])
         if (names & tiles) - variant and (names & variant) - tiles:

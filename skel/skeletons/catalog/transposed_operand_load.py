@@ -37,10 +37,10 @@ where the compiler cannot fold the transpose into the load.
   between the load and the transpose, or on older Triton.
 
 ## References
-- flash-linear-attention `fla/ops/delta_rule/wy_fast.py` (`bwd_prepare_wy_repr_kernel`: `p_A` became a
-  `(0, 1)`-ordered block pointer over the transposed tile and every `tl.trans(b_A)` was dropped,
-  commit 1a12260e, 2024-09-19)
-- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: `p_k` over
+- flash-linear-attention `fla/ops/delta_rule/wy_fast.py` (`prepare_wy_repr_bwd_kernel`: `p_A` is a — at `49b00f0a94`, before 2025-07-01
+  `(0, 1)`-ordered block pointer over the transposed tile, with no `tl.trans(b_A)` — the change
+  came in commit 1a12260e, 2024-09-19, when the kernel was `bwd_prepare_wy_repr_kernel`)
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: `p_k` over — at `49b00f0a94`, before 2025-07-01
   `(K, T)` with order `(0, 1)`, v0.2.2)
 - Triton tutorial `06-fused-attention.py` (`_attn_fwd`: K loaded through a transposed block pointer,
   `order=(0, 1)`, in the 2024 versions)

@@ -36,7 +36,7 @@ which requires a compile-time unit last stride.
   vectorises.
 
 ## References
-- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: the block pointers'
+- flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: the block pointers' — at `49b00f0a94`, before 2025-07-01
   `(s_k_t, s_k_d)` became `(s_k_t, 1)` and the `s_k_d` argument was dropped, commit 8ea0a626, 2024-09-23)
 - flash-linear-attention `fla/ops/common/chunk_o.py` (`chunk_fwd_kernel_o`: `(H*K, 1)` strides, v0.2.2)
 - Triton `python/triton_kernels/triton_kernels/matmul_ogs_details/_p_matmul_ogs.py` (`_make_tensor_desc`,

@@ -52,7 +52,7 @@ sm_100, persistent matmuls where one tile's epilogue overlaps the next tile's lo
 ## References
 - Triton tutorials `python/tutorials/09-persistent-matmul.py` (`matmul_kernel_descriptor_persistent`:
   `tl.range(..., flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE)`)
-- tritonbench `tritonbench/kernels/proton_blackwell_ws_fused_attention.py` (`_attn_fwd_inner`:
+- tritonbench `tritonbench/kernels/proton_blackwell_ws_fused_attention.py` (`_attn_fwd_inner`: — at `462bde31dc`, before 2025-07-01
   `tl.range(lo, hi, BLOCK_N, warp_specialize=warp_specialize)` over `desc_k.load` / `desc_v.load`,
   commit 462bde31, June 2025)
 - triton-lang/triton pull request #7136 (Hopper warp specialization: GEMM and attention) and issue #9728

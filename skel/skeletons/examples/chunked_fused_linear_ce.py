@@ -23,7 +23,9 @@ CPU_SHAPES = ("tiny",)
 CHECK_ONLY = ("huge",)
 FIXED = ("H",)
 DTYPES = ("float32", "bfloat16")
-TOLERANCES = {"float32": (1e-4, 1e-4), "bfloat16": (1e-3, 5e-2)}  # bf16 logits and gradients
+# bf16 logits and gradients: one bf16 ulp is 1.6e-2 at 2..4 (the H200 run saw 2 of 525M grad
+# elements off by exactly that), so the absolute floor is one ulp at the gradients' scale
+TOLERANCES = {"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 5e-2)}
 BLOCK_V = 4096
 
 

@@ -26,6 +26,7 @@ SHAPES = {
 }
 CPU_SHAPES = ("tiny",)
 CHECK_ONLY = ("huge",)
+FIXES = ("huge",)                 # where the before is wrong (int32 offsets wrap): the evidence
 DTYPES = ("bfloat16",)
 TOLERANCES = {"bfloat16": (2e-2, 2e-2)}
 EPS = 1e-6

@@ -20,7 +20,9 @@ SHAPES = {
 CPU_SHAPES = ("tiny",)
 CHECK_ONLY = ("huge",)
 DTYPES = ("bfloat16", "float32")
-TOLERANCES = {"bfloat16": (2e-2, 2e-2), "float32": (1e-4, 1e-4)}  # dw sums M rows in fp32, in any order
+# dw sums M rows in fp32, in any order: its absolute error grows with M where terms cancel
+# (the H200 run saw 2.4e-3 on dw at M=16k for the atomic "before"), so atol scales for fp32 too
+TOLERANCES = {"bfloat16": (2e-2, 2e-2), "float32": (1e-2, 1e-4)}
 
 
 def make_inputs(shape, dtype, seed, device):
