@@ -1,6 +1,7 @@
 """Is the commit benchmark's test split clean? Checks, and (with --pin) fixes the references.
 
-    python benchmarks/retrieval/clean.py            # report; exit 1 on any violation
+    python benchmarks/retrieval/clean.py            # report; exit 1 on a broken rule, 3 when only
+                                                    # a size target (rule 5) is not met
     python benchmarks/retrieval/clean.py --pin      # rewrite unpinned references into benchmark
                                                     # repositories with the pre-cutoff commit they
                                                     # were checked at
@@ -185,8 +186,11 @@ def exclude_leaks(cases: list[dict], refs: list[Reference]) -> int:
     return n
 
 
-def check_cases(cases: list[dict], refs: list[Reference], cutoff: str) -> list[str]:
-    legacy = json.loads(LEGACY.read_text())
+def check_cases(cases: list[dict], refs: list[Reference], cutoff: str, release_rule: bool = True) -> list[str]:
+    """Rule violations. ``release_rule=False`` skips rule 4, which reads the repositories' tags
+    (git history is not there on a machine without the mirrors, and rule 4 was applied when
+    the cases were excluded)."""
+    legacy = json.loads(LEGACY.read_text()) if release_rule else []
     files = cited_files(refs)
     problems = []
     for c in cases:
@@ -275,9 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         for title, items in (("references", bad_refs), ("cases", bad_cases), ("size", size)):
             for p in items:
                 print(f"  [{title}] {p}")
-        print("clean" if not (bad_refs or bad_cases or size) else
-              f"{len(bad_refs) + len(bad_cases) + len(size)} problems")
-    return 1 if (bad_refs or bad_cases or size) else 0
+        print(("clean" if not (bad_refs or bad_cases) else f"{len(bad_refs) + len(bad_cases)} rule violations")
+              + (f"; {len(size)} size target(s) of issue #8 not met" if size else ""))
+    # a broken rule is a leak (exit 1); a size target not met is a shortfall to report (exit 3)
+    return 1 if (bad_refs or bad_cases) else 3 if size else 0
 
 
 if __name__ == "__main__":
