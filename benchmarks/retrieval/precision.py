@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE / "releases"))
 import repos  # noqa: E402
 
 PACKAGES = (("sglang", "0.5.14"), ("vllm", "0.33.0"))
-SEED, KERNELS = 20261201, 15
+SEED, KERNELS = 20261201, 10
 PAIRS = HERE / "precision_pairs.json"
 VERDICTS = HERE / "precision.json"
 
