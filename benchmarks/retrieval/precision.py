@@ -71,6 +71,7 @@ def sample(cache: Path) -> int:
             res = suggest_for(kf, kb, k=5, embedder=embedder)
             for rank, s in enumerate(res.suggestions, 1):
                 pairs.append({"kernel": f"{pkg}=={version}:{path}:{kf.name}", "skeleton": s.id, "rank": rank,
+                              "kind": s.kind, "missing": list(s.missing),
                               "why": [str(w) for w in getattr(s, "why", [])][:6],
                               "source": kf.source})
     PAIRS.write_text(json.dumps(pairs, indent=1))
@@ -90,6 +91,10 @@ def report() -> int:
         c, i = sub.count("correct"), sub.count("incorrect")
         print(f"{pkg}: {len(sub)} pairs, {c} correct, {i} incorrect, {sub.count('unclear')} unclear"
               + (f", precision {c / (c + i):.3f}" if c + i else ""))
+    structural = [v for p, v in zip(pairs, got) if p.get("kind", "match") in ("match", "refine")]
+    c, i = structural.count("correct"), structural.count("incorrect")
+    print(f"full matches and refinements only: {len(structural)} pairs, {c} correct, {i} incorrect"
+          + (f", precision {c / (c + i):.3f}" if c + i else ""))
     print(f"all: {len(pairs)} pairs, {correct} correct, {incorrect} incorrect, {unclear} unclear, "
           f"{len(unjudged)} unjudged" + (f"; precision@5 {correct / (correct + incorrect):.3f}"
                                          if correct + incorrect else ""))
