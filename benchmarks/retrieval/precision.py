@@ -7,7 +7,8 @@
 below, draws KERNELS of them per package with a fixed seed, ranks each with skel against the
 commit benchmark's knowledge base (benchmark repositories before the cutoff; build it with
 run.py first), and writes every (kernel, suggested skeleton) pair of their top 5s, with the
-kernel's source and skel's "why", to precision_pairs.json for a person to judge.
+kernel's source and skel's "why", to a file in the cache for a person to judge (the committed
+precision_pairs.json holds the pairs without the source).
 
 A verdict (precision.json) says whether the technique makes sense for that kernel and is not
 already there: ``correct`` / ``incorrect`` / ``unclear``, with a one-line reason. Verdicts are
@@ -32,7 +33,10 @@ import repos  # noqa: E402
 
 PACKAGES = (("sglang", "0.5.14"), ("vllm", "0.33.0"))
 SEED, KERNELS = 20261201, 10
-PAIRS = HERE / "precision_pairs.json"
+PAIRS = HERE / "precision_pairs.json"  # the sampled pairs (committed; no kernel source)
+# the same pairs with each kernel's source and skel's "why", for the person judging them: kept in
+# the cache, never committed (it would copy sglang's and vLLM's code into this repository)
+JUDGE_VIEW = repos.DEFAULT_CACHE / "precision_pairs_with_source.json"
 VERDICTS = HERE / "precision.json"
 
 
@@ -74,8 +78,12 @@ def sample(cache: Path) -> int:
                               "kind": s.kind, "missing": list(s.missing),
                               "why": [str(w) for w in getattr(s, "why", [])][:6],
                               "source": kf.source})
-    PAIRS.write_text(json.dumps(pairs, indent=1))
-    print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {PAIRS.relative_to(ROOT)}")
+    JUDGE_VIEW.parent.mkdir(parents=True, exist_ok=True)
+    JUDGE_VIEW.write_text(json.dumps(pairs, indent=1))
+    PAIRS.write_text(json.dumps([{k: v for k, v in p.items() if k not in ("source", "why")} for p in pairs],
+                                indent=1))
+    print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {PAIRS.relative_to(ROOT)} "
+          f"(with sources, to judge: {JUDGE_VIEW})")
     return 0
 
 
