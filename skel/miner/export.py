@@ -68,8 +68,9 @@ import triton.language as tl
 # imports of {event.path} after the commit (uncomment what the kernels need):
 {imports}
 
-raise NotImplementedError("exported history event {event.id}: fill in {fill} "
-                          "(docs/harness.md), then delete this line")
+# an exported pair is not a harness yet: importing it stops here, naming what is missing
+raise RuntimeError("incomplete harness: exported history event {event.id}: fill in {fill} "
+                   "(docs/harness.md), then delete this line")
 
 # ---- the harness (to write) ------------------------------------------------------------
 # SHAPES = {{"small": dict(...), ...}}
