@@ -49,7 +49,7 @@ def flops(shape, dtype):
 
 
 before_cuda = r"""
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <type_traits>
 
 constexpr int TN = 32;         // rows of w (output features) per block
@@ -119,7 +119,7 @@ void skinny_gemm(torch::Tensor y, torch::Tensor x, torch::Tensor w) {
   const int M = x.size(0), N = w.size(0), K = x.size(1);
   TORCH_CHECK(M <= MMAX, "at most ", MMAX, " tokens");
   const dim3 grid((N + TN - 1) / TN);
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (K % 4 == 0)  // 16-byte rows: float4 copies (the tensors are 16-byte aligned from torch's allocator)
     skinny_gemm_kernel<4><<<grid, THREADS, 0, stream>>>(y.data_ptr<float>(), x.data_ptr<float>(),
                                                         w.data_ptr<float>(), M, N, K);
@@ -130,7 +130,7 @@ void skinny_gemm(torch::Tensor y, torch::Tensor x, torch::Tensor w) {
 """
 
 after_cuda = r"""
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <type_traits>
 
 constexpr int TN = 32;         // rows of w (output features) per block
@@ -225,7 +225,7 @@ void skinny_gemm(torch::Tensor y, torch::Tensor x, torch::Tensor w) {
   const int M = x.size(0), N = w.size(0), K = x.size(1);
   TORCH_CHECK(M <= MMAX, "at most ", MMAX, " tokens");
   const dim3 grid((N + TN - 1) / TN);
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (K % 4 == 0)  // 16-byte rows: 16-byte copies (the tensors are 16-byte aligned from torch's allocator)
     skinny_gemm_kernel<4><<<grid, THREADS, 0, stream>>>(y.data_ptr<float>(), x.data_ptr<float>(),
                                                         w.data_ptr<float>(), M, N, K);

@@ -49,7 +49,7 @@ def flops(shape, dtype):
 
 before_cuda = r"""
 #include <cuda_bf16.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -73,7 +73,7 @@ void silu_and_mul(torch::Tensor out, torch::Tensor input) {
   const int d = input.size(-1) / 2;
   const dim3 grid(input.numel() / input.size(-1));
   const dim3 block(std::min(d, 1024));
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (input.scalar_type() == at::kBFloat16) {
     silu_and_mul_kernel<<<grid, block, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out.data_ptr()),
         reinterpret_cast<const __nv_bfloat16*>(input.data_ptr()), d);
@@ -85,7 +85,7 @@ void silu_and_mul(torch::Tensor out, torch::Tensor input) {
 
 after_cuda = r"""
 #include <cuda_bf16.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -130,7 +130,7 @@ void silu_and_mul(torch::Tensor out, torch::Tensor input) {
   const int vec = 16 / input.element_size();
   const dim3 grid(input.numel() / input.size(-1));
   const dim3 block(std::min(d % vec == 0 ? (d / vec + 31) / 32 * 32 : d, 1024));
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (input.scalar_type() == at::kBFloat16) {
     silu_and_mul_kernel<<<grid, block, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out.data_ptr()),
         reinterpret_cast<const __nv_bfloat16*>(input.data_ptr()), d);

@@ -47,7 +47,7 @@ def flops(shape, dtype):
 
 
 before_cuda = r"""
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 
 constexpr int BLOCK = 1024;
 
@@ -84,13 +84,13 @@ __global__ void __launch_bounds__(BLOCK) softmax_kernel(float* __restrict__ out,
 
 void softmax(torch::Tensor out, torch::Tensor in) {
   const int n = in.size(-1);
-  softmax_kernel<<<in.numel() / n, BLOCK, 0, at::cuda::getCurrentCUDAStream()>>>(
-      out.data_ptr<float>(), in.data_ptr<float>(), n);
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  softmax_kernel<<<in.numel() / n, BLOCK, 0, stream>>>(out.data_ptr<float>(), in.data_ptr<float>(), n);
 }
 """
 
 after_cuda = r"""
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 
 constexpr int BLOCK = 1024;
 constexpr int WARPS = BLOCK / 32;
@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(BLOCK) softmax_kernel(float* __restrict__ out,
 
 void softmax(torch::Tensor out, torch::Tensor in) {
   const int n = in.size(-1);
-  softmax_kernel<<<in.numel() / n, BLOCK, 0, at::cuda::getCurrentCUDAStream()>>>(
-      out.data_ptr<float>(), in.data_ptr<float>(), n);
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  softmax_kernel<<<in.numel() / n, BLOCK, 0, stream>>>(out.data_ptr<float>(), in.data_ptr<float>(), n);
 }
 """
 
