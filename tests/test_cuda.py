@@ -155,3 +155,13 @@ def test_suggest_reads_a_cuda_file(tmp_path):
 
     with pytest.raises(SuggestError, match="no __global__ kernel or Python-bound function"):
         load_kernels(q)
+
+
+def test_qualifier_macros_of_cutlass_and_of_the_file_are_expanded():
+    src = ("#define DEVICE_INLINE __device__ __forceinline__\n"
+           "DEVICE_INLINE float sq(float x) { return x * x; }\n"
+           "template <int N>\n"
+           "CUTLASS_GLOBAL void __launch_bounds__(N, 1) k(float* y) { y[threadIdx.x] = sq(2.f); }\n")
+    (k,) = extract(src, "gemm.cuh")
+    assert (k.name, k.line_start, k.folded) == ("k", 3, {"sq": [2, 2]})
+    assert "CUTLASS_GLOBAL" in k.source  # units show the source as written

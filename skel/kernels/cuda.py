@@ -31,8 +31,17 @@ from typing import Any, Iterator
 from skel.kernels.dtypes import dtype_of_c_type
 from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, ParseError
 
-#: a file worth parsing holds a kernel or a Python binding
-KERNEL_HINT = re.compile(r"__global__|\.def\s*\(|\bdef_static\s*\(")
+#: a file worth parsing holds a kernel (spelled `__global__`, or through a macro such as
+#: CUTLASS's `CUTLASS_GLOBAL`) or a Python binding
+KERNEL_HINT = re.compile(r"__global__|\b[A-Z][A-Z0-9_]*_GLOBAL\b|\.def\s*\(|\bdef_static\s*\(")
+#: qualifier macros of widely included headers (CUTLASS/CuTe), as they expand
+_KNOWN_MACROS = {"CUTLASS_GLOBAL": "__global__", "CUTLASS_DEVICE": "__forceinline__ __device__",
+                 "CUTLASS_HOST_DEVICE": "__forceinline__ __host__ __device__",
+                 "CUTE_DEVICE": "__forceinline__ __device__", "CUTE_HOST_DEVICE": "__forceinline__ __host__ __device__"}
+#: a file's own object-like macros that expand to qualifiers only (`#define DEVICE_INLINE __device__ __forceinline__`)
+_QUALIFIER_WORD = r"(?:__\w+__|inline|static)"
+_QUALIFIER_DEFINE = re.compile(
+    rf"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+({_QUALIFIER_WORD}(?:[ \t]+{_QUALIFIER_WORD})*)[ \t]*$", re.M)
 _CUDA_SYNTAX = re.compile(r"__global__|__device__|__shared__|<<<")
 _MAX_TEXT = 160
 _QUALIFIERS = {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__"}
@@ -113,6 +122,20 @@ def ptx_mnemonics(asm: str) -> list[str]:
         if re.match(r"^[a-z][\w.:]*$", tok):
             out.append(tok)
     return out
+
+
+def expand_qualifier_macros(source: str) -> str:
+    """``CUTLASS_GLOBAL void k(...)`` -> ``__global__ void k(...)``: macros that stand for
+    function qualifiers (CUTLASS's, and the file's own ``#define X __device__ ...``) replaced
+    by what they expand to, so the parser sees a kernel. Line breaks are kept, so every line
+    number stays the source's."""
+    macros = dict(_KNOWN_MACROS)
+    macros.update((name, " ".join(body.split())) for name, body in _QUALIFIER_DEFINE.findall(source))
+    used = [m for m in macros if m in source]
+    if not used:
+        return source
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(used, key=len, reverse=True))) + r")\b")
+    return pattern.sub(lambda m: macros[m.group(1)], source)
 
 
 def _asm_string(node: Any) -> str:
@@ -492,13 +515,14 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
     result unless ``helpers`` is set (then they come as kind ``helper``)."""
     if not KERNEL_HINT.search(source):
         return []
-    data = source.encode("utf-8", "surrogatepass")
-    cuda = path.endswith((".cu", ".cuh")) or bool(_CUDA_SYNTAX.search(source))
+    lines = source.splitlines()  # the source as written: what units show and notes quote
+    expanded = expand_qualifier_macros(source)
+    data = expanded.encode("utf-8", "surrogatepass")
+    cuda = path.endswith((".cu", ".cuh")) or bool(_CUDA_SYNTAX.search(expanded))
     try:
         tree = _parser(cuda).parse(data)
     except (ValueError, RuntimeError) as exc:  # pragma: no cover - tree-sitter recovers from syntax errors
         raise ParseError(str(exc) or type(exc).__name__) from exc
-    lines = source.splitlines()
     module_vars = {"m", *_MODULE_MACRO.findall(source)}
     functions: list[_Function] = []
     binds: list[dict] = []
