@@ -14,10 +14,6 @@ from this file*, so a template shown is always one that ran:
   harness around them, where there is one, compiles them (``torch.utils.cpp_extension``);
 - everything else (inputs, reference, shared helpers) is harness and is not shown.
 
-A CUDA C++ example holds each side's source as a module-level string, ``before_cuda`` and
-``after_cuda`` (compiled by its launchers with ``torch.utils.cpp_extension.load_inline``): the
-template is then exactly those two texts, and its ``language`` is "cuda".
-
 This package only *reads* the files (as text); importing one runs Triton and torch, which is
 the verifier's business. Nothing in the catalog imports an example.
 """
@@ -50,7 +46,6 @@ class Template:
     before: str
     after: str
     path: Path
-    language: str = "triton"
 
     def diff(self) -> str:
         lines = difflib.unified_diff(self.before.splitlines(), self.after.splitlines(), "before", "after",
@@ -119,19 +114,6 @@ def _side(tree: ast.Module, lines: list[str], side: str) -> str:
     return _strip_prefix("\n\n\n".join(chunks), side, sorted(names, key=len, reverse=True))
 
 
-def _cuda_sides(tree: ast.Module) -> tuple[str, str] | None:
-    """The ``before_cuda``/``after_cuda`` string constants of a CUDA example, if it has both."""
-    found: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            for t in node.targets:
-                if isinstance(t, ast.Name) and t.id in ("before_cuda", "after_cuda"):
-                    found[t.id] = node.value.value.strip("\n") + "\n"
-    if len(found) == 2:
-        return found["before_cuda"], found["after_cuda"]
-    return None
-
-
 @lru_cache(maxsize=None)
 def template(skeleton_id: str) -> Template | None:
     """The template derived from the skeleton's example, or None when it has no example."""
@@ -140,9 +122,6 @@ def template(skeleton_id: str) -> Template | None:
         return None
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
-    cuda = _cuda_sides(tree)
-    if cuda:
-        return Template(before=cuda[0], after=cuda[1], path=path, language="cuda")
     lines = text.splitlines()
     before, after = (_side(tree, lines, side) for side in SIDES)
     return Template(before=before, after=after, path=path)
