@@ -57,7 +57,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import custom, param_lines
 from skel.skeletons.predicates.cuda import unit_stride_accesses
 
 #: 16-byte types: CUDA's built-in vectors of that size, and the vector wrappers real code uses
@@ -73,9 +73,21 @@ WIDE_PTX = re.compile(r"^ptx:(?:ld|st)\.[\w:.]*\.(?:v4\.[bsuf]32|v2\.[bsuf]64|v8
 NARROW_PTX = re.compile(r"^ptx:(?:ld|st)\.[\w:.]*\.(?:v2\.[bsuf]32|v4\.[bsuf]16|v2\.[bsuf]16)\b")
 
 
+def _type_words(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z_][\w:]*", text or "")
+
+
 def _named(k, pattern: re.Pattern[str]) -> list[int]:
+    """Lines in the body naming a matching type or call: identifiers, declared variables' types."""
     lines = [ln for name, ln in k.names.items() if pattern.match(name)]
-    return lines + [c.line for c in k.calls if pattern.match(c.name)]
+    lines += [k.names.get(v, 0) for v, t in (k.var_types or {}).items() if any(map(pattern.match, _type_words(t)))]
+    return [ln for ln in lines if ln] + [c.line for c in k.calls if pattern.match(c.name)]
+
+
+def _typed_params(k, pattern: re.Pattern[str]) -> list[int]:
+    """Parameters of a matching type (`const float4* x`): the signature says the width."""
+    hits = [p.name for p in k.params if not p.constexpr and any(map(pattern.match, _type_words(p.annotation)))]
+    return list(param_lines(k, hits)) if hits else []
 
 
 def _wide(k) -> list[int]:
@@ -90,8 +102,12 @@ def _scalar_unit_stride(k) -> list[int]:
     return [s.line for s in unit_stride_accesses(k)]
 
 
-WIDE_ACCESS = custom("wide-access", "16-byte vector types or `.v4` loads/stores (`uint4`, `float4`, `int4`)", _wide)
-NARROW_VECTORS = custom("narrow-vectors", "2-element vector types (`float2`, `__half2`, `__nv_bfloat162`)", _narrow)
+WIDE_ACCESS = custom("wide-access", "16-byte vector types or `.v4` loads/stores (`uint4`, `float4`, `int4`)", _wide) | \
+    custom("wide-params", "16-byte vector pointer parameters (`const float4* x`)",
+           lambda k: _typed_params(k, WIDE_TYPES), signature=True)
+NARROW_VECTORS = custom("narrow-vectors", "2-element vector types (`float2`, `__half2`, `__nv_bfloat162`)", _narrow) | \
+    custom("narrow-params", "2-element vector pointer parameters (`const __half2* x`)",
+           lambda k: _typed_params(k, NARROW_TYPES), signature=True)
 SCALAR_UNIT_STRIDE = custom(
     "scalar-unit-stride-access",
     "scalar loads/stores of a global pointer at an index moving by one per thread (`x[i]`, `i` from `threadIdx.x`)",
