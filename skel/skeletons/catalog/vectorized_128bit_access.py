@@ -37,6 +37,8 @@ requests also mean fewer L1 tag lookups and fewer instructions for the rest of t
   there is nothing to pack;
 - the kernel is compute-bound or latency-bound on something else (a long dependent chain per
   element, tiny tensors where launch overhead dominates): wider loads will not show;
+- the kernel is the scalar fallback of a vectorized sibling (`*_scalar_kernel`, named for
+  unaligned or odd-sized inputs): the scalar path is the point of it;
 - register pressure is already the limit: a `uint4` plus its unpacked elements costs
   registers and can lower occupancy.
 
@@ -102,12 +104,18 @@ def _scalar_unit_stride(k) -> list[int]:
     return [s.line for s in unit_stride_accesses(k)]
 
 
+#: the authors' own scalar path: a kernel named as the fallback for unaligned or odd-sized
+#: data, next to its vectorized sibling
+_FALLBACK_NAME = re.compile(r"(?i)(?:^|_)(?:scalar|unaligned|misaligned|fallback|tail|naive)(?:_|$)")
+
 WIDE_ACCESS = custom("wide-access", "16-byte vector types or `.v4` loads/stores (`uint4`, `float4`, `int4`)", _wide) | \
     custom("wide-params", "16-byte vector pointer parameters (`const float4* x`)",
            lambda k: _typed_params(k, WIDE_TYPES), signature=True)
 NARROW_VECTORS = custom("narrow-vectors", "2-element vector types (`float2`, `__half2`, `__nv_bfloat162`)", _narrow) | \
     custom("narrow-params", "2-element vector pointer parameters (`const __half2* x`)",
            lambda k: _typed_params(k, NARROW_TYPES), signature=True)
+SCALAR_FALLBACK = custom("scalar-fallback", "a kernel named as the scalar fallback (`*_scalar_kernel`, `*_unaligned*`)",
+                         lambda k: bool(_FALLBACK_NAME.search(k.name)), signature=True)
 SCALAR_UNIT_STRIDE = custom(
     "scalar-unit-stride-access",
     "scalar loads/stores of a global pointer at an index moving by one per thread (`x[i]`, `i` from `threadIdx.x`)",
@@ -121,7 +129,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bvectori[sz]\w*", r"\b(128-?bit|16-?byte) (loads?|stores?|access\w*)", r"\b(float|u?int)4\b"),
     present=WIDE_ACCESS,
-    preconditions=[SCALAR_UNIT_STRIDE, ~NARROW_VECTORS],
+    preconditions=[SCALAR_UNIT_STRIDE, ~NARROW_VECTORS, ~SCALAR_FALLBACK],
     env=Env(backends=("cuda",)),
     helps=("memory",),
     languages=("cuda",),

@@ -82,13 +82,14 @@ def _tree_loops(k) -> list[int]:
     lines: list[int] = []
     for lp in k.loops:
         header = " ".join(lp.args) if lp.args else ""
-        halving = HALVING.search(header) or any(
-            a.op in (">>=", "/=") and lp.line <= a.line <= lp.end_line and HALVING.search(f"{a.targets[0]} {a.op} {a.value}")
-            for a in k.assigns if a.targets)
+        halving = HALVING.search(header) or next(
+            (m for a in k.assigns if a.targets and lp.line <= a.line <= lp.end_line
+             for m in [HALVING.search(f"{a.targets[0]} {a.op} {a.value}")] if m), None)
         if not halving or not any(lp.line <= s <= lp.end_line for s in syncs):
             continue
-        combine = [a.line for a in k.assigns if lp.line <= a.line <= lp.end_line and _combines(a, shared)]
-        combine += _combining_lines(k, text, lp, shared)
+        stride = halving.group(1) or halving.group(3)
+        combine = [a.line for a in k.assigns if lp.line <= a.line <= lp.end_line and _combines(a, shared, stride)]
+        combine += _combining_lines(k, text, lp, shared, stride)
         if combine:
             lines += [lp.line, min(combine)]
     return lines
@@ -100,17 +101,24 @@ def _combining(rhs: str) -> bool:
     return bool(_COMBINE.search(re.sub(r"\[[^\]]*\]", "[]", rhs)))
 
 
-def _combines(a, shared: set[str]) -> bool:
+def _partner(rhs: str, shared: set[str], stride: str) -> bool:
+    """The right-hand side reads the shared array at an index holding the stride:
+    `red[tid + s]` (a scan's `buf[ai]`, computed from another offset, is not a tree's partner)."""
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\[([^\]]*)\]", rhs):
+        if m.group(1) in shared and re.search(rf"\b{re.escape(stride)}\b", m.group(2)):
+            return True
+    return False
+
+
+def _combines(a, shared: set[str], stride: str) -> bool:
     target = (a.targets[0] if a.targets else "").strip()
     base = re.match(r"[A-Za-z_]\w*", target)
-    if not base or base.group(0) not in shared or "[" not in target:
+    if not base or base.group(0) not in shared or "[" not in target or not _partner(a.value, shared, stride):
         return False
-    if a.op in ("+=", "*=", "|=", "&=", "^=", "-="):
-        return True
-    return a.op == "=" and bool(set(a.names) & shared) and _combining(a.value)
+    return a.op in ("+=", "*=", "|=", "&=", "^=", "-=") or (a.op == "=" and _combining(a.value))
 
 
-def _combining_lines(k, text: str, lp, shared: set[str]) -> list[int]:
+def _combining_lines(k, text: str, lp, shared: set[str], stride: str) -> list[int]:
     """The same test on the source, for statements the facts may record differently:
     `red[tid] += red[tid + s];`, `red[tid] = fmaxf(red[tid], red[tid + s]);` inside the loop."""
     names = "|".join(map(re.escape, sorted(shared)))
@@ -121,7 +129,7 @@ def _combining_lines(k, text: str, lp, shared: set[str]) -> list[int]:
         if not lp.line <= ln <= lp.end_line:
             continue
         op, rhs = m.group(1), m.group(2)
-        if op != "=" or (re.search(rf"\b(?:{names})\s*\[", rhs) and _combining(rhs)):
+        if _partner(rhs, shared, stride) and (op != "=" or _combining(rhs)):
             out.append(ln)
     return out
 

@@ -70,8 +70,11 @@ def _plain(target: str) -> str:
 
 
 def _declares_pointer(k, a) -> bool:
-    t = " ".join(str(k.var_types.get(_plain(x), "")) for x in a.targets) if hasattr(k, "var_types") else ""
-    return "*" in t or a.value.lstrip().startswith(("reinterpret_cast", "&", "static_cast<"))
+    """The assignment makes a pointer (a declared pointer type, `&x[..]`, a cast to a pointer),
+    not a value read through one (`v = static_cast<int>(s_vals[h])`)."""
+    t = " ".join(str((getattr(k, "var_types", None) or {}).get(_plain(x), "")) for x in a.targets)
+    v = a.value.lstrip()
+    return "*" in t or v.startswith("&") or bool(re.match(r"(?:reinterpret|static)_cast\s*<[^>]*\*\s*>", v))
 
 
 def pointer_names(k) -> set[str]:
@@ -111,6 +114,8 @@ def _linear_in(expr: str, names: set[str]) -> bool:
         if tok != "threadIdx.x" and tok not in names:
             continue
         before, after = expr[:m.start()].rstrip(), expr[m.end():].lstrip()
+        if before.endswith((".", "->")):
+            continue  # a member (`blockIdx.x`'s `x`), not the variable of that name
         if before.endswith(("*", "/")) or after.startswith(("*", "/", "<<", ">>")):
             return False
         found = True
