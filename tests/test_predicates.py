@@ -1159,3 +1159,78 @@ def test_inverse_skeletons_never_both_apply():
                 assert not all(s.applies for s in both), f"{f.name}:{k.name} gets both {a} and {b}"
                 checked += 1
     assert checked > 100
+
+
+# --- CUDA C++ units (skel.kernels.cuda facts plus the unit's blanked source) -----------------
+
+CUDA_ROW = '''
+#include <cstdint>
+__global__ void rows(float* __restrict__ out, const float* __restrict__ in, const int* idx, int d, int64_t stride) {
+  __shared__ float red[256];
+  float* s = red + 0;  // a pointer into shared memory is shared too
+  const int64_t row = blockIdx.x;
+  const float* x = in + row * d;   // "x[i]" in a comment is not a subscript
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float acc = 0.f;
+  for (int i = threadIdx.x; i < d; i += blockDim.x) acc += x[i] + in[idx[i]] + in[i * stride];
+  s[threadIdx.x] = acc + x[lane] + x[warp];
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
+    __syncthreads();
+  }
+  out[row] = red[0];
+}
+'''
+
+
+def _cuda_kernel(src: str):
+    from skel.kernels.extract import extract
+
+    (k,) = [u for u in extract(src, "k.cu") if u.kind == "kernel"]
+    return k
+
+
+def test_cuda_code_blanks_comments_and_line_of_maps_offsets_to_file_lines():
+    from skel.skeletons.predicates import cuda
+
+    k = _cuda_kernel(CUDA_ROW)
+    text = cuda.code(k)
+    assert '"x[i]"' not in text and "a pointer into shared" not in text
+    assert text.count("\n") == k.source.count("\n")  # lines kept
+    assert cuda.line_of(k, text, text.index("__syncthreads")) == 12
+
+
+def test_cuda_subscripts_shared_arrays_and_pointer_names():
+    from skel.skeletons.predicates import cuda
+
+    k = _cuda_kernel(CUDA_ROW)
+    subs = cuda.subscripts(k)
+    assert all(isinstance(s, cuda.Subscript) for s in subs)
+    assert cuda.Subscript(10, "in", "idx[i]") in subs and cuda.Subscript(10, "idx", "i") in subs
+    assert not [s for s in subs if s.line == 7]  # the commented-out x[i]
+    assert cuda.shared_arrays(k) == {"red", "s"}
+    assert cuda.pointer_names(k) == {"out", "in", "idx", "x"}  # x points into `in`; s into shared
+
+
+def test_cuda_thread_linear_names_and_unit_stride_accesses():
+    from skel.skeletons.predicates import cuda
+
+    k = _cuda_kernel(CUDA_ROW)
+    linear = cuda.thread_linear_names(k)
+    assert {"i", "lane"} <= linear and "warp" not in linear and "row" not in linear
+    hits = {(s.base, s.index) for s in cuda.unit_stride_accesses(k)}
+    assert ("x", "i") in hits and ("x", "lane") in hits and ("idx", "i") in hits
+    # a gather, a thread-strided index, a warp-uniform one, one per block: not unit stride
+    assert not hits & {("in", "idx[i]"), ("in", "i * stride"), ("x", "warp"), ("out", "row")}
+
+
+def test_cuda_halving_strides_and_sync_lines():
+    from skel.skeletons.predicates import cuda
+
+    for text in ("s >>= 1", "stride /= 2", "j = j >> 1", "d = d / 2"):
+        assert cuda.HALVING.search(text), text
+    for text in ("o <<= 1", "s -= 1", "j = k >> 1"):
+        assert not cuda.HALVING.search(text), text
+    assert "__syncthreads" in cuda.SYNC_THREADS
+    assert cuda.sync_lines(_cuda_kernel(CUDA_ROW)) == [12, 15]

@@ -18,8 +18,9 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _SHARED_DECL = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\w+\s*\)\s*)?[^;=()]*?\b([A-Za-z_]\w*)\s*(?=[\[;=])")
 #: a local pointer declared with an initializer: `const T* __restrict__ x = input + row * d;`
 _POINTER_DECL = re.compile(r"[\w:>]\s*\*\s*(?:const\s+)?(?:__restrict__\s+)?([A-Za-z_]\w*)\s*=(?!=)")
-#: a stride that halves: `s >>= 1`, `s /= 2`, `s = s / 2`, `s = s >> 1`
+#: a stride that halves: `s >>= 1`, `s /= 2`, `s = s / 2`, `s = s >> 1` (group 1 or 3: the variable)
 HALVING = re.compile(r"\b(\w+)\s*(>>=\s*1|/=\s*2)\b|\b(\w+)\s*=\s*\3\s*(>>\s*1|/\s*2)\b")
+#: the block-wide barriers (`__syncthreads()` and its counting/voting forms)
 SYNC_THREADS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 
 
@@ -29,11 +30,14 @@ def code(k) -> str:
 
 
 def line_of(k, text: str, pos: int) -> int:
+    """The file line of offset ``pos`` in the unit's source ``text`` (from :func:`code`)."""
     return k.line_start + text.count("\n", 0, pos)
 
 
 @dataclass(frozen=True)
 class Subscript:
+    """One ``base[index]`` in the unit's source: its line, the array or pointer, the index text."""
+
     line: int
     base: str
     index: str
@@ -93,7 +97,7 @@ def pointer_names(k) -> set[str]:
     return names - shared
 
 
-def loop_variable(lp) -> str | None:
+def _loop_variable(lp) -> str | None:
     """The variable a ``for`` loop declares or sets in its init (``int i = threadIdx.x``)."""
     if lp.targets:
         return lp.targets[0]
@@ -132,7 +136,7 @@ def thread_linear_names(k) -> set[str]:
             if a.op == "=" and _linear_in(a.value, names):
                 names.update(_plain(t) for t in a.targets)
         for lp in k.loops:
-            var = loop_variable(lp)
+            var = _loop_variable(lp)
             init = lp.args[0] if lp.args else ""
             if var and "=" in init and _linear_in(init.split("=", 1)[1], names):
                 names.add(var)
@@ -169,20 +173,6 @@ def unit_stride_accesses(k) -> list[Subscript]:
     return out
 
 
-def lines_in(lp, lines) -> list[int]:
-    return [n for n in lines if lp.line <= n <= lp.end_line]
-
-
 def sync_lines(k) -> list[int]:
+    """Lines of the block barriers (:data:`SYNC_THREADS`) in the unit, folded helpers included."""
     return [c.line for c in k.calls if c.name in SYNC_THREADS]
-
-
-def folded_ranges_called_in(k, lp) -> list[tuple[int, int]]:
-    """Line ranges of folded device helpers called from inside loop ``lp``."""
-    folded = getattr(k, "folded", None) or {}
-    out = []
-    for c in k.calls:
-        if c.name in folded and lp.line <= c.line <= lp.end_line:
-            start, end = folded[c.name]
-            out.append((start, end))
-    return out
