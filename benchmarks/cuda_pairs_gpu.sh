@@ -12,22 +12,23 @@ IDS=vectorized-128bit-access,warp-shuffle-reduction,cp-async-multistage
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/skel-torch-extensions}
+PY=${PYTHON:-$(command -v python3 || command -v python)}  # the GPU image's python3 holds torch
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv
   nvcc --version | tail -n 2
-  python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
   git rev-parse HEAD 2>/dev/null
 } 2>&1 | tee "$OUT/gpu.txt"
 t0=$SECONDS
 for id in ${IDS//,/ }; do
-  timeout 240 python benchmarks/cuda_pairs.py build "$id" > "$OUT/build_$id.txt" 2>&1 &
+  timeout 240 $PY benchmarks/cuda_pairs.py build "$id" > "$OUT/build_$id.txt" 2>&1 &
 done
 wait
 echo "builds done in $((SECONDS - t0)) s" | tee -a "$OUT/gpu.txt"
 for id in ${IDS//,/ }; do cat "$OUT/build_$id.txt"; rm -f "$OUT/build_$id.txt"; done > "$OUT/build_console.txt"
-timeout 120 python benchmarks/cuda_pairs.py smoke > "$OUT/smoke_console.txt" 2>&1
+timeout 120 $PY benchmarks/cuda_pairs.py smoke > "$OUT/smoke_console.txt" 2>&1
 echo "smoke exit $?" | tee -a "$OUT/gpu.txt"
-timeout $((BUDGET + 60)) python benchmarks/verify_catalog.py --device cuda --only "$IDS" --budget-s "$BUDGET" \
+timeout $((BUDGET + 60)) $PY benchmarks/verify_catalog.py --device cuda --only "$IDS" --budget-s "$BUDGET" \
   --out "$OUT" > "$OUT/catalog_console.txt" 2>&1
 echo "verify_catalog exit $?" | tee -a "$OUT/gpu.txt"
 for f in "$OUT"/*_console.txt; do echo "== $f"; tail -n 25 "$f"; done
