@@ -65,7 +65,8 @@ from skel.skeletons.predicates.cuda import code, line_of, pointer_names, shared_
 #: libcu++ and cooperative groups, CuTe's copy atoms, helper wrappers named after it) and
 #: Hopper's bulk copies (TMA), which stage asynchronously too
 ASYNC_CALLS = re.compile(r"^(?:ptx:cp\.async\S*|__pipeline_memcpy_async|(?:\w+::)*memcpy_async|"
-                         r"(?:\w+::)*cp_async\w*|(?:\w+::)*\w*_cp_async\w*|(?:\w+::)*cp\.async\w*)$")
+                         r"(?:\w+::)*cp_async\w*|(?:\w+::)*\w*_cp_async\w*|(?:\w+::)*cp\.async\w*|"
+                         r"(?:\w+::)*tma_(?:copy|load)\w*|(?:\w+::)*tma::(?:copy|load)\w*)$")
 ASYNC_NAMES = re.compile(r"^(?:\w+::)*(?:SM80_CP_ASYNC\w*|SM90_TMA_LOAD\w*|pipeline_shared_state)$")
 _STAGE_NAME = re.compile(r"(?i)^(?:k_?)?(?:num_?|n_?)?(?:pipe_?)?stages?$|^\w*_stages$|^kNumStages$")
 _STAGE_RING = re.compile(r"%\s*\(?\s*\w*(?i:stage)")
