@@ -62,3 +62,102 @@ def test_the_measurement_sees_a_stalled_thread_as_zero(demo):
     with helper._Counter() as c:
         n0, n1, seconds = ext.sleep_holding(50.0, c.address)
     assert n1 == n0 and seconds >= 0.05
+
+
+# --- the skeleton on C++ sources -----------------------------------------------------------
+
+#: DeepEP's legacy `Buffer` in miniature (self-written, same shape): a struct whose first member
+#: is a macro statement, two dispatch entry points that busy-wait on a counter the GPU writes,
+#: one releasing the GIL in its body, the other not, both bound on the same class.
+DEEPEP_SHAPE = r"""
+#include <pybind11/pybind11.h>
+#include <chrono>
+#include <stdexcept>
+
+#define EP_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+
+struct Buffer {
+    EP_STATIC_ASSERT(sizeof(int) == 4, "int must be 4 bytes");
+
+    volatile int* moe_recv_counter = nullptr;
+
+    int internode_dispatch(int n) {
+        // other Python threads would get stuck behind this busy-wait: release the GIL
+        pybind11::gil_scoped_release release;
+        auto start = std::chrono::high_resolution_clock::now();
+        while (true) {
+            int got = *moe_recv_counter;
+            if (got >= 0)
+                return got + n;
+            if (std::chrono::high_resolution_clock::now() - start > std::chrono::seconds(100))
+                throw std::runtime_error("timeout (dispatch CPU)");
+        }
+    }
+
+    int intranode_dispatch(int n) {
+        auto start = std::chrono::high_resolution_clock::now();
+        while (true) {
+            int got = *moe_recv_counter;
+            if (got >= 0)
+                return got + n;
+            if (std::chrono::high_resolution_clock::now() - start > std::chrono::seconds(100))
+                throw std::runtime_error("CPU recv timeout");
+        }
+    }
+};
+
+PYBIND11_MODULE(ep, m) {
+    pybind11::class_<Buffer>(m, "Buffer")
+        .def("internode_dispatch", &Buffer::internode_dispatch)
+        .def("intranode_dispatch", &Buffer::intranode_dispatch);
+}
+"""
+
+
+def _assess(source: str, path: str = "buffer.hpp"):
+    from skel.kernels.extract import extract
+    from skel.skeletons import registry
+
+    sk = registry.get("gil-release-blocking-binding")
+    return {k.name: sk.assess(k) for k in extract(source, path) if k.kind == "binding"}
+
+
+def test_fixture_match_names_the_sibling_that_releases_the_gil():
+    """The class in the fixtures binds `wait_ready` with `py::call_guard<py::gil_scoped_release>()`:
+    the blocking `intranode_dispatch` beside it is a match whose explanation names it."""
+    from skel.skeletons.registry import FIXTURES_DIR
+
+    path = FIXTURES_DIR / "gil_release_blocking_binding.cpp"
+    found = _assess(path.read_text(), str(path))
+    a = found["intranode_dispatch"]
+    assert a.kind == "match", a.failed
+    sibling = [h for h in a.matched if h.condition == "sibling-releases-gil"]
+    assert sibling and "`wait_ready`" in sibling[0].detail and sibling[0].lines, [str(h) for h in a.matched]
+    # a blocking binding of a module whose siblings release nothing is a match all the same
+    assert found["sync"].kind == "match"
+    assert found["wait_ready"].present and found["wait_ready"].kind is None
+
+
+def test_deepep_shape_with_the_struct_parsed():
+    """Without the macro line tree-sitter parses the struct: the spinning entry point that
+    keeps the GIL is a match, the one that releases it is not suggested."""
+    found = _assess(DEEPEP_SHAPE.replace('    EP_STATIC_ASSERT(sizeof(int) == 4, "int must be 4 bytes");\n', ""))
+    assert found["intranode_dispatch"].kind == "match", found["intranode_dispatch"].failed
+    assert found["internode_dispatch"].present and found["internode_dispatch"].kind is None
+
+
+@pytest.mark.xfail(strict=True, reason="extractor: a macro statement as a struct's first member (DeepEP's "
+                   "`EP_STATIC_ASSERT(...);`) makes tree-sitter-cpp drop the struct; its members lose their class "
+                   "and the `.def(&Buffer::...)` lookup finds no unit (proposed fix sent to the lead)")
+def test_deepep_shape_members_of_a_struct_opening_with_a_macro_are_bindings():
+    found = _assess(DEEPEP_SHAPE)
+    assert found["intranode_dispatch"].kind == "match"
+    assert found["internode_dispatch"].present
+
+
+@pytest.mark.xfail(strict=True, reason="extractor: a sibling `.def` records its guards only, not whether its "
+                   "function releases the GIL in its body (`releases_gil` per binding proposed to the lead)")
+def test_deepep_shape_names_the_sibling_that_releases_in_its_body():
+    found = _assess(DEEPEP_SHAPE.replace('    EP_STATIC_ASSERT(sizeof(int) == 4, "int must be 4 bytes");\n', ""))
+    sibling = [h for h in found["intranode_dispatch"].matched if h.condition == "sibling-releases-gil"]
+    assert sibling and "`internode_dispatch`" in sibling[0].detail

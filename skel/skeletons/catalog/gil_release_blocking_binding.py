@@ -192,7 +192,15 @@ def _condition_text(lp) -> str:
 
 
 def _volatile(name: str, k) -> bool:
-    return "volatile" in k.var_types.get(name, "")
+    """A variable declared `volatile` (`volatile int* flag = ...`): its declared type says so,
+    or the line that declares it (its first mention) does, before the name."""
+    if "volatile" in k.var_types.get(name, ""):
+        return True
+    line = k.names.get(name)
+    if line is None or name not in k.var_types or not k.line_start <= line <= k.line_end:
+        return False
+    text = k.source.splitlines()[line - k.line_start] if k.source else ""
+    return bool(re.search(rf"\bvolatile\b[^;=]*\b{re.escape(name)}\b", text))
 
 
 def _spin_loops(k) -> list[int]:
