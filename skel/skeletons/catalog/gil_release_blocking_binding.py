@@ -47,13 +47,13 @@ restoring the thread state), nothing next to a wait.
 - it is a torch operator registered with `TORCH_LIBRARY` (`m.def("name(Tensor x) -> Tensor")`,
   `m.impl`): `torch.ops` calls run the operator with the GIL already released (PyTorch's
   `invokeOperatorFromPython`);
-- Caveats when applying it: no Python object may be touched while the GIL is released —
-  not even copied (that changes its reference count). A function that takes or builds
-  `py::object` / `py::list` / `py::array` values, or calls back into Python, must release
-  only around the blocking part, in its own `{ py::gil_scoped_release release; ... }` scope,
-  not with a `call_guard` over the whole call. Code that relies on the GIL as its lock
-  (state shared with other bound functions) needs a lock of its own first.
-Detection is syntactic: a blocking call in a function of another file is not seen, and a
+
+When applying it: no Python object may be touched while the GIL is released — not even
+copied (that changes its reference count). A function that takes or builds `py::object` /
+`py::list` / `py::array` values, or calls back into Python, must release only around the
+blocking part, in its own `{ py::gil_scoped_release release; ... }` scope, not with a
+`call_guard` over the whole call. Code that relies on the GIL as its lock (state shared
+with other bound functions) needs a lock of its own first. Detection is syntactic: a blocking call in a function of another file is not seen, and a
 release whose scope ends before the wait still counts as present.
 
 ## References
