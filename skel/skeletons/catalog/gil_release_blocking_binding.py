@@ -2,7 +2,7 @@
 
 ## What it does
 A host C++ function bound to Python with pybind11 or nanobind runs with the GIL held
-unless it gives it up. When the function blocks — spins on a flag the GPU or another rank
+unless it gives it up. When the function blocks — spins on a flag the GPU or another process
 writes, calls `cudaDeviceSynchronize` / `cudaStreamSynchronize` / a synchronous
 `cudaMemcpy`, sleeps, joins a thread — release the GIL for the blocking part: bind it with
 `py::call_guard<py::gil_scoped_release>()` (nanobind: `nb::call_guard<nb::gil_scoped_release>()`),
@@ -36,7 +36,7 @@ restoring the thread state), nothing next to a wait.
   this entry point was missed. This is the brief's DeepEP case — `internode_dispatch`
   released the GIL around its busy-wait on the GPU's receive counters (commit 23ded3b),
   `intranode_dispatch`, bound beside it on the same `Buffer` class, spins the same way and
-  still holds it. A sibling's release is a detail that raises the rank, not a
+  still holds it. A sibling's release is a detail that lifts the suggestion, not a
   precondition: a blocking binding that holds the GIL is worth flagging on its own.
 
 ## Does not apply when
