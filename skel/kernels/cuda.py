@@ -31,8 +31,17 @@ from typing import Any, Iterator
 from skel.kernels.dtypes import dtype_of_c_type
 from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, ParseError
 
-#: a file worth parsing holds a kernel or a Python binding
-KERNEL_HINT = re.compile(r"__global__|\.def\s*\(|\bdef_static\s*\(")
+#: a file worth parsing holds a kernel (spelled `__global__`, or through a macro such as
+#: CUTLASS's `CUTLASS_GLOBAL`) or a Python binding
+KERNEL_HINT = re.compile(r"__global__|\b[A-Z][A-Z0-9_]*_GLOBAL\b|\.def\s*\(|\bdef_static\s*\(")
+#: qualifier macros of widely included headers (CUTLASS/CuTe), as they expand
+_KNOWN_MACROS = {"CUTLASS_GLOBAL": "__global__", "CUTLASS_DEVICE": "__forceinline__ __device__",
+                 "CUTLASS_HOST_DEVICE": "__forceinline__ __host__ __device__",
+                 "CUTE_DEVICE": "__forceinline__ __device__", "CUTE_HOST_DEVICE": "__forceinline__ __host__ __device__"}
+#: a file's own object-like macros that expand to qualifiers only (`#define DEVICE_INLINE __device__ __forceinline__`)
+_QUALIFIER_WORD = r"(?:__\w+__|inline|static)"
+_QUALIFIER_DEFINE = re.compile(
+    rf"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+({_QUALIFIER_WORD}(?:[ \t]+{_QUALIFIER_WORD})*)[ \t]*$", re.M)
 _CUDA_SYNTAX = re.compile(r"__global__|__device__|__shared__|<<<")
 _MAX_TEXT = 160
 _QUALIFIERS = {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__"}
@@ -113,6 +122,20 @@ def ptx_mnemonics(asm: str) -> list[str]:
         if re.match(r"^[a-z][\w.:]*$", tok):
             out.append(tok)
     return out
+
+
+def expand_qualifier_macros(source: str) -> str:
+    """``CUTLASS_GLOBAL void k(...)`` -> ``__global__ void k(...)``: macros that stand for
+    function qualifiers (CUTLASS's, and the file's own ``#define X __device__ ...``) replaced
+    by what they expand to, so the parser sees a kernel. Line breaks are kept, so every line
+    number stays the source's."""
+    macros = dict(_KNOWN_MACROS)
+    macros.update((name, " ".join(body.split())) for name, body in _QUALIFIER_DEFINE.findall(source))
+    used = [m for m in macros if m in source]
+    if not used:
+        return source
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(used, key=len, reverse=True))) + r")\b")
+    return pattern.sub(lambda m: macros[m.group(1)], source)
 
 
 def _asm_string(node: Any) -> str:
@@ -492,13 +515,14 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
     result unless ``helpers`` is set (then they come as kind ``helper``)."""
     if not KERNEL_HINT.search(source):
         return []
-    data = source.encode("utf-8", "surrogatepass")
-    cuda = path.endswith((".cu", ".cuh")) or bool(_CUDA_SYNTAX.search(source))
+    lines = source.splitlines()  # the source as written: what units show and notes quote
+    expanded = expand_qualifier_macros(source)
+    data = expanded.encode("utf-8", "surrogatepass")
+    cuda = path.endswith((".cu", ".cuh")) or bool(_CUDA_SYNTAX.search(expanded))
     try:
         tree = _parser(cuda).parse(data)
     except (ValueError, RuntimeError) as exc:  # pragma: no cover - tree-sitter recovers from syntax errors
         raise ParseError(str(exc) or type(exc).__name__) from exc
-    lines = source.splitlines()
     module_vars = {"m", *_MODULE_MACRO.findall(source)}
     functions: list[_Function] = []
     binds: list[dict] = []
@@ -545,8 +569,7 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
             body = _Body(k)
             body.run(lam.child_by_field_name("body") or lam)
         else:
-            fn = by_qualified.get(key) or next((g for (o, nm), g in by_qualified.items()
-                                                 if nm == b["function"] and (not b["class"] or o == b["class"])), None)
+            fn = _bound_function(b, by_qualified)
             if fn is None or fn.is_global:
                 continue
             k = _copy(fn.facts)
@@ -556,11 +579,38 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
         k.bindings = [{kk: vv for kk, vv in x.items() if kk != "lambda"} | {"self": x is b or (
             x["function"] == b["function"] and x["class"] == b["class"])} for x in binds if x["owner"] == b["owner"]]
         found.append(k)
+    # whether each bound function releases the GIL, by its `.def` guard or in its own body:
+    # a condition compares a binding with the siblings that do
+    released = {u.name for u in found if u.kind == "binding" and _releases_gil(u)}
+    for k in found:
+        for x in k.bindings:
+            x["releases_gil"] = x["function"] in released or any("gil_scoped_release" in g for g in x["guards"])
     for k in found:
         k.module_calls = dict(module_calls)
         k.notes = _notes_above(k, lines) + k.notes
     found.sort(key=lambda x: x.line_start)
     return found
+
+
+def _bound_function(b: dict, functions: dict[tuple[str, str], _Function]) -> _Function | None:
+    """The definition a `.def` binds: by class and name, else the one function of that name
+    (tree-sitter can lose a class around its members when a macro it cannot expand opens
+    the class body, e.g. `EP_STATIC_ASSERT(...);`: the members are still there)."""
+    exact = functions.get((b["class"], b["function"]))
+    if exact is not None:
+        return exact
+    named = [f for (_, name), f in functions.items() if name == b["function"]]
+    return named[0] if len(named) == 1 else None
+
+
+_GIL_RELEASE = re.compile(r"gil_scoped_release|Py_BEGIN_ALLOW_THREADS|PyEval_SaveThread")
+
+
+def _releases_gil(k: KernelFacts) -> bool:
+    """The unit releases the GIL in its own body (not in a helper folded into it)."""
+    own = [n for n, line in k.names.items() if not k.helper_at(line)]
+    return any(_GIL_RELEASE.search(n) for n in own) or any(_GIL_RELEASE.search(c.name) for c in k.calls
+                                                           if not k.helper_at(c.line))
 
 
 def _launches(functions: list[_Function]) -> dict[str, list[Launch]]:
