@@ -89,6 +89,8 @@ def test_kernel_facts_signature_qualifiers_and_template():
     assert {"__restrict__", "__shared__", "extern __shared__", "float4"} <= set(k.names)
     assert "threadIdx.x" in k.attributes and "blockDim.x" in k.attributes
     assert k.var_types["v"] == "float4" and k.var_dtypes["s"] == "fp32"
+    b = _one("__global__ void k(int* y) { volatile int* f = y; }")["k"]
+    assert b.var_types["f"] == "volatile int*"
 
 
 def test_calls_loops_asm_and_folded_device_helper():

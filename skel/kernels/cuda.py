@@ -296,8 +296,9 @@ class _Body:
         type_node = n.child_by_field_name("type")
         if type_node is None:
             return
-        ctype = _text(type_node, 120)
         words = {_text(c) for c in n.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        # `volatile int* flag` keeps its qualifier: a spin-wait polls memory declared volatile
+        ctype = " ".join([q for q in ("const", "volatile") if q in words] + [_text(type_node, 120)])
         if "extern" in words and "__shared__" in words:
             self.k.names.setdefault("extern __shared__", _line(n))
         for d in n.children_by_field_name("declarator"):
