@@ -178,3 +178,11 @@ def test_a_binding_is_found_when_a_macro_hides_its_class():
     units = _one(src, "ext.cpp")
     assert {"dispatch", "combine"} <= set(units)
     assert [b["releases_gil"] for b in units["dispatch"].bindings] == [False, True]
+
+
+def test_cluster_dims_and_align_qualifiers_parse():
+    src = ("__global__ void __launch_bounds__(128, 1) __cluster_dims__(2, 1, 1)\n"
+           "gemm(float* y) {\n  __shared__ __align__(128) float tile[64];\n  y[threadIdx.x] = tile[0];\n}\n")
+    k = _one(src)["gemm"]
+    assert k.decorator("__cluster_dims__").list_items == ["2", "1", "1"]
+    assert k.decorator("__launch_bounds__").list_items == ["128", "1"] and "__shared__" in k.names
