@@ -308,7 +308,7 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
             bound_score = 1.0 if bound in a.skeleton.helps else 0.0
-        report = status_of(runs_by_id.get(sid, []), target)
+        report = status_of(runs_by_id.get(sid, []), target, triton_bound="triton" in a.skeleton.languages)
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score,
                       "evidence": evidence_score(report), "lexical": lexical.get(sid, 0.0)}
