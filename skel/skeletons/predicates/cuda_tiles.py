@@ -1,0 +1,116 @@
+"""Readers of CUDA C++ kernel facts about output tiles, tensor-core MMAs and tile loops.
+
+Shared by the CUDA skeletons that rework how a tiled GEMM-like kernel is scheduled or how
+its epilogue writes: one CTA per output tile (`blockIdx.x`/`blockIdx.y`, or `blockIdx.x`
+split with `/` and `%`), a tensor-core MMA (wmma, `mma.sync`, wgmma, tcgen05, CUTLASS/CuTe
+wrappers), shared-memory tiles, and the persistent tile loops that replace one CTA per tile.
+Every reader takes a ``KernelFacts`` of language "cuda" and returns the lines that show the
+fact (empty when absent), so conditions can cite them.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A tensor-core MMA, by callee: `wmma::mma_sync`, `WGMMA::wgmma`, `cute::gemm`,
+#: `SM90_64x128x32_F32BF16BF16_SS::fma` (CuTe MMA atoms), `mma_bf16_16816` helpers ...
+_MMA_CALL = re.compile(r"(?i)(^|[:.])(w?mma\w*|wgmma\w*|\w*_mma|umma\w*|hmma\w*|gemm)$|(^|::)SM\d+_\d+x\d+x\d+\w*::fma$")
+#: ... and by the PTX instruction an `asm` block issues.
+_MMA_PTX = re.compile(r"ptx:(mma\.|wgmma\.mma_async|tcgen05\.mma)")
+
+
+def is_kernel(k) -> bool:
+    """A `__global__` function (the extractor's kind "kernel"), not a host binding."""
+    kind = getattr(k, "kind", "")
+    return kind == "kernel" or (not kind and any(d.name == "__global__" for d in k.decorators))
+
+
+def mma_lines(k) -> list[int]:
+    """Lines of tensor-core MMA calls or MMA PTX instructions (helpers folded in count)."""
+    return sorted({c.line for c in k.calls if _MMA_PTX.match(c.name) or _MMA_CALL.search(c.name)})
+
+
+def shared_lines(k) -> list[int]:
+    """Lines declaring shared memory (`__shared__` arrays or `extern __shared__` buffers)."""
+    return sorted({line for n, line in k.names.items() if n in ("__shared__", "extern __shared__")})
+
+
+def _loop_of(k, line: int):
+    """The innermost loop holding ``line``, or None."""
+    best = None
+    for lp in k.loops:
+        if lp.line <= line <= lp.end_line and (best is None or lp.line >= best.line):
+            best = lp
+    return best
+
+
+def syncthreads_k_loops(k) -> list[int]:
+    """Loops that stage tiles through shared memory: a `__syncthreads()` in the body and an
+    accumulation of a product (`acc += As[..] * Bs[..]`) inside the loop (a nested one
+    included). A tree reduction (`s[i] += s[i + stride]`) has barriers but no product."""
+    out = set()
+    for lp in k.loops:
+        barrier = any(c.name == "__syncthreads" and lp.line <= c.line <= lp.end_line for c in k.calls)
+        product = any(a.op == "+=" and "*" in a.value and lp.line <= a.line <= lp.end_line for a in k.assigns)
+        if barrier and product:
+            out.add(lp.line)
+    return sorted(out)
+
+
+def gemm_like_lines(k) -> list[int]:
+    """A tiled GEMM-like body: tensor-core MMAs, or shared tiles feeding a multiply-
+    accumulate K loop with barriers (a CUDA-core SGEMM)."""
+    mma = mma_lines(k)
+    if mma:
+        return mma
+    loops = syncthreads_k_loops(k)
+    return loops if loops and shared_lines(k) else []
+
+
+def one_cta_per_tile_lines(k) -> list[int]:
+    """The output tile comes from the block index: both `blockIdx.x` and `blockIdx.y` are
+    read, or `blockIdx.x` is split into a row and a column of tiles with `/` and `%`."""
+    attrs = k.attributes
+    if "blockIdx.x" in attrs and "blockIdx.y" in attrs:
+        return [attrs["blockIdx.x"], attrs["blockIdx.y"]]
+    divided = [a.line for a in k.assigns if "blockIdx.x" in a.value and re.search(r"blockIdx\.x\s*/", a.value)]
+    modded = [a.line for a in k.assigns if "blockIdx.x" in a.value and re.search(r"blockIdx\.x\s*%", a.value)]
+    return sorted(set(divided[:1] + modded[:1])) if divided and modded else []
+
+
+#: How many CTAs a persistent kernel runs: the grid size or the SM count.
+_CTA_COUNT = re.compile(r"\bgridDim\.x\b|(?i:\bk?_?num_?sms?\b|\bsm_?count\b|\bnum_?ctas\b|\bkNumSMs\b)")
+#: Scheduler calls that hand a CTA its next tile (DeepGEMM `get_next_block`, CUTLASS
+#: `get_current_work`/`advance_to_next_work`, hand-written `next_tile` helpers).
+_NEXT_TILE = re.compile(r"(?i)(get_)?next_(block|tile|work)\w*|advance_to_next_work|get_current_work|fetch_next_\w+")
+
+
+def tile_loop_lines(k) -> list[int]:
+    """Persistent tile loops: a loop over tiles whose step is the grid size or the SM count
+    (`tile += gridDim.x`, in the loop header or its body) — a step without `blockDim`, which
+    would make it an element-wise grid-stride loop — or a loop driven by a tile scheduler's
+    `get_next_block`-style call."""
+    out = set()
+    for lp in k.loops:
+        head = " ".join(lp.args)
+        update = lp.args[2] if len(lp.args) >= 3 else head
+        if _CTA_COUNT.search(update) and "blockDim" not in update:
+            out.add(lp.line)
+    for a in k.assigns:
+        if a.loop_depth and a.op == "+=" and _CTA_COUNT.search(a.value) and "blockDim" not in a.value:
+            lp = _loop_of(k, a.line)
+            if lp is not None and lp.kind in ("while", "do", "for"):
+                out.add(lp.line)
+    for c in k.calls:
+        last = re.split(r"::|\.", c.name)[-1]
+        if not _NEXT_TILE.fullmatch(last):
+            continue
+        lp = _loop_of(k, c.line)
+        if lp is not None or re.search(r"(?i)sched|tile", c.receiver):
+            out.add(c.line)
+    return sorted(out)
+
+
+def scheduler_call_lines(k) -> list[int]:
+    """Tile-scheduler calls (`scheduler.get_next_block(m, n)`): the order is the scheduler's."""
+    return sorted({c.line for c in k.calls if _NEXT_TILE.fullmatch(re.split(r"::|\.", c.name)[-1])})
