@@ -30,7 +30,8 @@ and nothing for kernels that run long enough to hide the gap.
 ## Applies when
 - the kernel is a small, latency-bound `__global__` kernel: a 1-D or 2-D grid (`blockIdx.x`,
   `blockIdx.y`, no `blockIdx.z`), no per-thread loop over a runtime length (loops strided
-  by `blockDim.x` that cover a row cooperatively are fine), no tensor-core MMA;
+  by `blockDim.x` that cover a row cooperatively are fine), no GEMM tile (tensor-core MMAs or a
+  shared-memory K loop);
 - it is launched in this file (`kernel<<<grid, block, smem, stream>>>(...)` or
   `cudaLaunchKernelEx`), so the launch attribute can be added there;
 - it is not a backward/gradient kernel (training steps are long; PDL pays in decode chains);
@@ -64,7 +65,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import IDENT, custom, def_line, soft
-from skel.skeletons.predicates.cuda_tiles import is_kernel, mma_lines
+from skel.skeletons.predicates.cuda_tiles import gemm_like_lines, is_kernel
 
 #: In-kernel PDL calls: the CUDA runtime device API, the PTX instructions, CUTLASS's and
 #: hand-written wrappers (sglang `PDLWaitPrimary<kUsePDL>()`, `pdl_wait()`).
@@ -76,9 +77,11 @@ _TRIGGER_NAME = re.compile(r"(?i)cudaTriggerProgrammaticLaunchCompletion|\w*pdl_
 #: The host side: the launch attribute (or its field) in the launching function.
 _PDL_ATTR = re.compile(r"cudaLaunchAttributeProgrammatic(StreamSerialization|Event)|"
                        r"CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION|programmaticStreamSerializationAllowed")
+_ATTR_ID = re.compile(r"cudaLaunchAttribute[A-Z]\w+|CU_LAUNCH_ATTRIBUTE_\w+")
 _BACKWARD = re.compile(r"(?i).*(bwd|backward|grad).*")
-#: Names that are compile-time in C++ convention: kBlock, BLOCK_SIZE, WARP_SIZE.
-_CONST_NAME = re.compile(r"k[A-Z]\w*|[A-Z][A-Z0-9_]*")
+#: Names that are compile-time in C++ convention: kBlock, BLOCK_SIZE, WARP_SIZE (one capital
+#: letter is not: M, N, K are a GEMM's runtime sizes).
+_CONST_NAME = re.compile(r"k[A-Z]\w*|[A-Z][A-Z0-9_]+")
 _BUILTIN = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "x", "y", "z", "sizeof", "int",
             "unsigned", "uint32_t", "int64_t", "size_t", "auto", "const", "min", "max", "std"}
 
@@ -98,6 +101,17 @@ def _triggers(k) -> list[int]:
 
 def _pdl_launch(ln) -> bool:
     return any(_PDL_ATTR.fullmatch(n) or _PDL_ATTR.fullmatch(_last(n)) for n in (*ln.host_names, *ln.host_calls))
+
+
+def _maybe_pdl_launch(ln) -> bool:
+    """The PDL attribute is set, or may be: a `cudaLaunchKernelEx` whose attribute array the
+    launching function takes from its caller (`cfg.attrs = attrs;`, no attribute id named in
+    it), as sglang's `dispatchFinalize` does. A `<<<...>>>` launch never carries it."""
+    if _pdl_launch(ln):
+        return True
+    names = set(ln.host_names)
+    return ln.kwargs.get("via", "").startswith(("cudaLaunchKernelEx", "cuLaunchKernelEx")) and \
+        bool(names & {"attrs", "numAttrs"}) and not any(_ATTR_ID.fullmatch(n) for n in names)
 
 
 def _pdl_used(k):
@@ -143,9 +157,10 @@ def _waits_when_pdl(k) -> bool:
 
 def _pdl_launch_when_waiting(k) -> bool:
     """The kernel calls the PDL device API and a launch in this file sets the attribute
-    (without it the calls are no-ops). A kernel launched from elsewhere counts as launched right."""
+    (without it the calls are no-ops). A kernel launched from elsewhere, or through an
+    attribute array handed in by the caller, counts as launched right."""
     device = bool(_waits(k) or _triggers(k))
-    return not device or not k.launches or any(_pdl_launch(ln) for ln in k.launches)
+    return not device or not k.launches or any(_maybe_pdl_launch(ln) for ln in k.launches)
 
 
 KERNEL = custom("cuda-kernel", "a `__global__` kernel", lambda k: is_kernel(k) or None, signature=True)
@@ -156,7 +171,8 @@ PDL_USED = custom(
     _pdl_used)
 SMALL_GRID = custom("small-grid", "a 1-D or 2-D grid (`blockIdx.x`/`blockIdx.y`, no `blockIdx.z`)", _small_grid)
 RUNTIME_LOOP = custom("runtime-loop", "a per-thread loop over a runtime length", _runtime_loops)
-MMA = custom("tensor-core-mma", "tensor-core MMAs", mma_lines)
+GEMM_LIKE = custom("tiled-gemm-body", "a tiled GEMM-like body (tensor-core MMAs or a shared-memory K loop)",
+                   gemm_like_lines)
 BACKWARD_KERNEL = custom("backward-kernel", "backward/gradient kernel (name has bwd/backward/grad)",
                          lambda k: [def_line(k)] if _BACKWARD.fullmatch(k.name) else None, signature=True)
 LAUNCHED_HERE = custom("launched-here", "a launch in this file (`<<<...>>>` or `cudaLaunchKernelEx`)",
@@ -176,7 +192,7 @@ SKELETON = Skeleton(
     present=PDL_USED,
     # a per-thread runtime loop makes the kernel longer, not unfit; a launch in another file
     # can take the attribute there: both near misses
-    preconditions=[KERNEL, SMALL_GRID, soft(~RUNTIME_LOOP), ~MMA, ~BACKWARD_KERNEL, soft(LAUNCHED_HERE)],
+    preconditions=[KERNEL, SMALL_GRID, soft(~RUNTIME_LOOP), ~GEMM_LIKE, ~BACKWARD_KERNEL, soft(LAUNCHED_HERE)],
     languages=("cuda",),
     env=Env(backends=("cuda",), min_cc=90),
     helps=("latency",),

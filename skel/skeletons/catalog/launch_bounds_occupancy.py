@@ -64,8 +64,9 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, soft, split_top
 from skel.skeletons.predicates.cuda_tiles import is_kernel, mma_lines
 
-#: Compile-time in C++ convention: `kThreads`, `BLOCK_SIZE`, `WARP_SIZE` ...
-_CONST_NAME = re.compile(r"k[A-Z]\w*|[A-Z][A-Z0-9_]*")
+#: Compile-time in C++ convention: `kThreads`, `BLOCK_SIZE`, `WARP_SIZE` ... (one capital
+#: letter, `N`, is usually a runtime size)
+_CONST_NAME = re.compile(r"k[A-Z]\w*|[A-Z][A-Z0-9_]+")
 #: A template parameter that is the kernel's thread count.
 _THREADS_PARAM = re.compile(r"(?i)k?_?(num_?)?threads\w*|\w*threads_?per_?(block|cta)\w*|k?block_?(threads|dim)\w*")
 #: A per-thread array declared in the body: `float v[8];`, `uint4 regs[kN] = {};`

@@ -66,8 +66,8 @@ from skel.skeletons.predicates.cuda_tiles import (
     gemm_like_lines,
     is_kernel,
     one_cta_per_tile_lines,
+    gemm_tile_loop_lines,
     scheduler_call_lines,
-    tile_loop_lines,
 )
 
 #: Names of a grouped / swizzled tile order: GROUP_M, group_size_m, tiles_in_group,
@@ -96,8 +96,8 @@ ONE_CTA_PER_TILE = custom(
     one_cta_per_tile_lines)
 TILE_LOOP = custom(
     "persistent-tile-loop",
-    "a loop over tiles with a `gridDim.x`/SM-count stride, or a tile scheduler's `get_next_block`",
-    tile_loop_lines)
+    "a loop over GEMM tiles with a `gridDim.x`/SM-count stride, or a tile scheduler's `get_next_block`",
+    gemm_tile_loop_lines)
 GROUPED_ORDER = custom(
     "grouped-tile-order",
     "a grouped (swizzled) tile order (`GROUP_M` tile rows walked column by column, or a tile scheduler)",

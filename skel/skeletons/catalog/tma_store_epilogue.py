@@ -53,7 +53,9 @@ for a small tile or a kernel dominated by its main loop it is a few percent at m
 - pre-Hopper GPUs or ROCm: no TMA (use 128-bit vectorised stores through shared memory).
 With a TMA store already there, the skeleton is suggested as a refinement when the shared
 tile is written and stored with no `fence.proxy.async` between (the copy may read stale data)
-or when nothing waits for the bulk store before the tile buffer is reused or the CTA exits.
+or when a loop writes the staging tile again (next tile, next N slice) with no
+`wait_group.read` since the previous store (the copy may read the new data). A store at the
+very end of the kernel without a wait is left alone: DeepGEMM's hc-prenorm GEMMs exit that way.
 
 ## References
 - DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm.cuh` (`sm90_bf16_gemm_impl`: `tma_store_fence`, `SM90_TMA_STORE_2D`, `tma_store_arrive`, deferred `tma_store_wait<0>`)
@@ -69,7 +71,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import IDENT, custom
-from skel.skeletons.predicates.cuda_tiles import is_kernel, mma_lines, shared_lines
+from skel.skeletons.predicates.cuda_tiles import is_kernel, mma_lines, shared_arrays, shared_lines
 
 #: The TMA / bulk store instructions: tensor store, its reduce form, and the 1-D bulk store.
 _STORE_PTX = re.compile(r"ptx:cp\.(reduce\.)?async\.bulk\.(tensor\.\w+\.)?global\.shared")
@@ -84,6 +86,10 @@ _WAIT = re.compile(r"ptx:cp\.async\.bulk\.wait_group|(?i:\w*tma_?store_?wait\w*|
 
 #: Direct global stores by call: wmma fragments, cache-hinted stores, PTX st.global.
 _STORE_CALL = re.compile(r"(^|::)(store_matrix_sync|__stcs|__stcg|__stwt|__stwb|st_global\w*|st_na_global)$")
+
+
+#: `0`, `0.f`, `{0, 0, 0, 0}`, `make_int4(0, 0, 0, 0)`-free literal values
+_LITERAL = re.compile(r"[-+]?[\d.]+[fFuUlL]*|\{[\s\d.,fFuUlL+-]*\}")
 
 
 def _last(name: str) -> str:
@@ -108,9 +114,38 @@ def _fenced(k) -> bool:
     return not _raw_store(k) or any(_FENCE.match(c.name) or _FENCE.fullmatch(_last(c.name)) for c in k.calls)
 
 
+def _writes_shared(k, lp, shared: set[str]) -> bool:
+    """Loop ``lp`` writes shared memory: an assignment into a shared array, `st.shared` /
+    `stmatrix`, or a `store_matrix_sync` into a shared tile."""
+    for a in k.assigns:
+        if lp.line <= a.line <= lp.end_line and any(_store_target(t)[0] in shared for t in a.targets):
+            return True
+    for c in k.calls:
+        if not lp.line <= c.line <= lp.end_line:
+            continue
+        if re.match(r"ptx:(st\.shared|stmatrix)", c.name) or re.search(r"(?i)st_?shared|stsm|stmatrix", _last(c.name)):
+            return True
+        if _last(c.name) == "store_matrix_sync" and c.args and _store_target(c.args[0].lstrip("&"))[0] in shared:
+            return True
+    return False
+
+
 def _waited(k) -> bool:
-    """A `cp.async.bulk.wait_group` (or `tma_store_wait`) in sight, or a wrapped store."""
-    return not _raw_store(k) or any(_WAIT.match(c.name) or _WAIT.fullmatch(_last(c.name)) for c in k.calls)
+    """Nothing rewrites the staging tile while a TMA store may still read it: a
+    `cp.async.bulk.wait_group.read` (`tma_store_wait<N>()`) is in sight, or no loop both
+    writes shared memory and issues the store (a store at the end of the kernel, or from a
+    buffer written once, needs no wait before the CTA exits), or the store goes through a
+    wrapper whose body this kernel does not show."""
+    if not _raw_store(k) or any(_WAIT.match(c.name) or _WAIT.fullmatch(_last(c.name)) for c in k.calls):
+        return True
+    shared = _shared_names(k)
+    loops = {lp.line: lp for lp in k.loops}
+    for c in k.calls:
+        if c.loop_depth and (_STORE_PTX.match(c.name) or _RAW_STORE_NAME.search(c.name)):
+            lp = loops.get(c.loop_line)
+            if lp is not None and _writes_shared(k, lp, shared):
+                return False
+    return True
 
 
 def _output_pointers(k) -> set[str]:
@@ -132,12 +167,24 @@ def _scattered(subscript: str) -> bool:
     return inner.startswith("[") and bool(re.search(r"\w\s*\[", inner[1:]))
 
 
+def _shared_names(k) -> set[str]:
+    """Shared arrays and the pointers set from them (`int4* sh_red = sh + off;`)."""
+    shared = shared_arrays(k)
+    for a in k.assigns:
+        if shared & set(a.names):
+            shared |= {t for t in a.targets if IDENT.fullmatch(t)}
+    return shared
+
+
 def _direct_stores(k) -> list[tuple[int, bool]]:
-    """(line, scattered) of each store of a value to an output pointer parameter."""
+    """(line, scattered) of each store of a computed value to an output pointer parameter.
+    A value read from shared memory (`C[i] = sh_red[j]`) is an epilogue already staged
+    there, and a literal (`C[i] = {0, 0, 0, 0}`) is an initialisation, not an epilogue."""
     outs = _output_pointers(k)
+    shared = _shared_names(k)
     found = []
     for a in k.assigns:
-        if a.op not in ("=", "+="):
+        if a.op not in ("=", "+=") or shared & set(a.names) or _LITERAL.fullmatch(a.value.strip()):
             continue
         for t in a.targets:
             name, rest = _store_target(t)
@@ -169,8 +216,8 @@ TMA_STORE = custom(
     _tma_store_lines)
 FENCED = custom("tma-store-fenced", "a `fence.proxy.async` (`tma_store_fence()`) between the shared-memory "
                 "writes and the TMA store", _fenced)
-WAITED = custom("tma-store-waited", "a `cp.async.bulk.wait_group.read` (`tma_store_wait<N>()`) before the "
-                "staging buffer is reused or the CTA exits", _waited)
+WAITED = custom("tma-store-waited", "a `cp.async.bulk.wait_group.read` (`tma_store_wait<N>()`) before a loop "
+                "writes the staging tile again", _waited)
 
 SKELETON = Skeleton(
     id="tma-store-epilogue",

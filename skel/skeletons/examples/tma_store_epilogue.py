@@ -21,8 +21,8 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 // One warp computes a 16x8 tile of C = A (M x K, row-major) * B^T (B: N x K, row-major).
 __global__ void gemm_tile(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,
                           __nv_bfloat16* __restrict__ C, int N, int K) {
-  __shared__ __align__(16) __nv_bfloat16 a_s[16][16];
-  __shared__ __align__(16) __nv_bfloat16 b_s[8][16];
+  __shared__ alignas(16) __nv_bfloat16 a_s[16][16];
+  __shared__ alignas(16) __nv_bfloat16 b_s[8][16];
   const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.y * 16, col0 = blockIdx.x * 8;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -67,9 +67,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 // One warp computes a 16x8 tile of C = A (M x K, row-major) * B^T (B: N x K, row-major).
 __global__ void gemm_tile(const __grid_constant__ CUtensorMap c_map, const __nv_bfloat16* __restrict__ A,
                           const __nv_bfloat16* __restrict__ B, int K) {
-  __shared__ __align__(16) __nv_bfloat16 a_s[16][16];
-  __shared__ __align__(16) __nv_bfloat16 b_s[8][16];
-  __shared__ __align__(128) __nv_bfloat16 c_s[16][8];  // the output tile, staged for the TMA
+  __shared__ alignas(16) __nv_bfloat16 a_s[16][16];
+  __shared__ alignas(16) __nv_bfloat16 b_s[8][16];
+  __shared__ alignas(128) __nv_bfloat16 c_s[16][8];  // the output tile, staged for the TMA
   const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.y * 16, col0 = blockIdx.x * 8;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from skel.skeletons.conditions import IDENT
+
 #: A tensor-core MMA, by callee: `wmma::mma_sync`, `WGMMA::wgmma`, `cute::gemm`,
 #: `SM90_64x128x32_F32BF16BF16_SS::fma` (CuTe MMA atoms), `mma_bf16_16816` helpers ...
 _MMA_CALL = re.compile(r"(?i)(^|[:.])(w?mma\w*|wgmma\w*|\w*_mma|umma\w*|hmma\w*|gemm)$|(^|::)SM\d+_\d+x\d+x\d+\w*::fma$")
@@ -44,15 +46,36 @@ def _loop_of(k, line: int):
     return best
 
 
+#: `__shared__ float As[32][32];`, `extern __shared__ __align__(16) uint8_t smem[];`: the name
+#: declared on a line that holds `__shared__`
+_SHARED_DECL = re.compile(r"__shared__[^;=\[]*?\b([A-Za-z_]\w*)\s*(?:\[|;|=)")
+#: a subscripted read: `As[ty][kk]`, `b_frag[j]`
+_SUBSCRIPT = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
+
+
+def shared_arrays(k) -> set[str]:
+    """Names of the shared-memory arrays the kernel declares (its folded helpers' included)."""
+    return {m.group(1) for line in k.source.splitlines() if "__shared__" in line
+            for m in _SHARED_DECL.finditer(line)}
+
+
 def syncthreads_k_loops(k) -> list[int]:
-    """Loops that stage tiles through shared memory: a `__syncthreads()` in the body and an
-    accumulation of a product (`acc += As[..] * Bs[..]`) inside the loop (a nested one
-    included). A tree reduction (`s[i] += s[i + stride]`) has barriers but no product."""
+    """Loops that stage operand tiles through shared memory, as a CUDA-core SGEMM does:
+    a `__syncthreads()` in the body, a store into a shared array (the staging), and a
+    multiply-accumulate of two different arrays (`acc += As[ty][kk] * Bs[kk][tx]`, or
+    `acc[i][j] += a[i] * b[j]` on register copies). A tree reduction (`s[i] += s[i + stride]`)
+    or a sum of squares has barriers but no product of two arrays."""
+    shared = shared_arrays(k)
+    if not shared:
+        return []
     out = set()
     for lp in k.loops:
+        inside = [a for a in k.assigns if lp.line <= a.line <= lp.end_line]
         barrier = any(c.name == "__syncthreads" and lp.line <= c.line <= lp.end_line for c in k.calls)
-        product = any(a.op == "+=" and "*" in a.value and lp.line <= a.line <= lp.end_line for a in k.assigns)
-        if barrier and product:
+        staged = any(m.group(1) in shared for a in inside for t in a.targets for m in [_SUBSCRIPT.match(t)] if m)
+        product = any(a.op == "+=" and "*" in a.value and len(set(_SUBSCRIPT.findall(a.value))) >= 2
+                      for a in inside)
+        if barrier and staged and product:
             out.add(lp.line)
     return sorted(out)
 
@@ -85,30 +108,36 @@ _CTA_COUNT = re.compile(r"\bgridDim\.x\b|(?i:\bk?_?num_?sms?\b|\bsm_?count\b|\bn
 _NEXT_TILE = re.compile(r"(?i)(get_)?next_(block|tile|work)\w*|advance_to_next_work|get_current_work|fetch_next_\w+")
 
 
-def tile_loop_lines(k) -> list[int]:
+def tile_loops(k) -> list:
     """Persistent tile loops: a loop over tiles whose step is the grid size or the SM count
     (`tile += gridDim.x`, in the loop header or its body) — a step without `blockDim`, which
     would make it an element-wise grid-stride loop — or a loop driven by a tile scheduler's
     `get_next_block`-style call."""
-    out = set()
+    found = {}
     for lp in k.loops:
-        head = " ".join(lp.args)
-        update = lp.args[2] if len(lp.args) >= 3 else head
+        update = lp.args[2] if len(lp.args) >= 3 else " ".join(lp.args)
         if _CTA_COUNT.search(update) and "blockDim" not in update:
-            out.add(lp.line)
-    for a in k.assigns:
-        if a.loop_depth and a.op == "+=" and _CTA_COUNT.search(a.value) and "blockDim" not in a.value:
-            lp = _loop_of(k, a.line)
-            if lp is not None and lp.kind in ("while", "do", "for"):
-                out.add(lp.line)
-    for c in k.calls:
-        last = re.split(r"::|\.", c.name)[-1]
-        if not _NEXT_TILE.fullmatch(last):
+            found[lp.line] = lp
+    for a in k.assigns:  # `tile += gridDim.x;` in the body of a `while (tile < num_tiles)`
+        if not (a.loop_depth and a.op == "+=" and _CTA_COUNT.search(a.value) and "blockDim" not in a.value):
             continue
-        lp = _loop_of(k, c.line)
-        if lp is not None or re.search(r"(?i)sched|tile", c.receiver):
-            out.add(c.line)
-    return sorted(out)
+        lp = _loop_of(k, a.line)
+        if lp is not None and set(a.targets) & set(IDENT.findall(" ".join(lp.args))):
+            found[lp.line] = lp
+    for c in k.calls:
+        if _NEXT_TILE.fullmatch(re.split(r"::|\.", c.name)[-1]):
+            lp = _loop_of(k, c.line)
+            if lp is not None:
+                found[lp.line] = lp
+    return [found[line] for line in sorted(found)]
+
+
+def gemm_tile_loop_lines(k) -> list[int]:
+    """Tile loops (``tile_loops``) whose body does the GEMM work (its MMAs or its K loop):
+    a grid-stride loop over rows of a norm, or a helper's loop over MoE blocks, is not a
+    persistent GEMM."""
+    work = gemm_like_lines(k)
+    return [lp.line for lp in tile_loops(k) if any(lp.line <= w <= lp.end_line for w in work)]
 
 
 def scheduler_call_lines(k) -> list[int]:
