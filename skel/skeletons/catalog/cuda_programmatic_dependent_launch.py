@@ -120,10 +120,11 @@ def _pdl_used(k):
 
 
 def _small_grid(k):
-    """A 1-D or 2-D grid: `blockIdx.x`/`blockIdx.y` read, `blockIdx.z` never."""
+    """A 1-D or 2-D grid: `blockIdx.z` never read (a kernel reading no `blockIdx` at all runs
+    one CTA, or the same work in every CTA: the smallest grid there is)."""
     if "blockIdx.z" in k.attributes:
         return None
-    return [k.attributes[a] for a in ("blockIdx.x", "blockIdx.y") if a in k.attributes] or None
+    return [k.attributes[a] for a in ("blockIdx.x", "blockIdx.y") if a in k.attributes] or True
 
 
 def _runtime_loops(k):

@@ -16,7 +16,8 @@ from skel.skeletons.conditions import IDENT
 
 #: A tensor-core MMA, by callee: `wmma::mma_sync`, `WGMMA::wgmma`, `cute::gemm`,
 #: `SM90_64x128x32_F32BF16BF16_SS::fma` (CuTe MMA atoms), `mma_bf16_16816` helpers ...
-_MMA_CALL = re.compile(r"(?i)(^|[:.])(w?mma\w*|wgmma\w*|\w*_mma|umma\w*|hmma\w*|gemm)$|(^|::)SM\d+_\d+x\d+x\d+\w*::fma$")
+_MMA_CALL = re.compile(r"(?i)(^|[:.])(w?mma\w*|wgmma\w*|\w*_mma|umma\w*|hmma\w*|gemm)$"
+                       r"|(^|::)SM\d+_\d+x\d+x\d+\w*::fma$")
 #: ... and by the PTX instruction an `asm` block issues.
 _MMA_PTX = re.compile(r"ptx:(mma\.|wgmma\.mma_async|tcgen05\.mma)")
 
