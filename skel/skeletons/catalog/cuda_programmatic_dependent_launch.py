@@ -35,8 +35,8 @@ and nothing for kernels that run long enough to hide the gap.
 - it is launched in this file (`kernel<<<grid, block, smem, stream>>>(...)` or
   `cudaLaunchKernelEx`), so the launch attribute can be added there;
 - it is not a backward/gradient kernel (training steps are long; PDL pays in decode chains);
-- target: NVIDIA sm_90+ (Hopper, Blackwell), CUDA 11.8+; the neighbouring kernels in the
-  stream should be PDL-launched too (and call the trigger) for a chain to overlap.
+- target: NVIDIA sm_90+ (Hopper, Blackwell); the neighbouring kernels in the stream should be
+  PDL-launched too (and call the trigger) for a chain to overlap.
 
 ## Does not apply when
 - the kernel is long (a loop over the sequence or K per thread, a third grid axis, a GEMM
@@ -56,7 +56,7 @@ this file sets the attribute (the wait is a no-op and nothing overlaps).
 - sglang wheel `sglang/kernels/jit/include/sgl_kernel/utils.cuh` (`PDLWaitPrimary`/`PDLTriggerSecondary`: `griddepcontrol.wait`/`.launch_dependents`; `LaunchKernel::enable_pdl`)
 - sglang wheel `sglang/kernels/jit/csrc/deepseek_v4/block_amax.cuh` (`amax8_varlen_kernel`: wait before reading the previous kernels' outputs)
 - DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh` (`cudaGridDependencySynchronize()` after the prologue) and `csrc/jit/handle.hpp` (launch attributes)
-- CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"
+- CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization" (https://docs.nvidia.com/cuda/cuda-programming-guide/04-special-topics/programmatic-dependent-launch.html)
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ refinement: add the grouped order (or a scheduler that swizzles).
 ## References
 - DeepGEMM `deep_gemm/include/deep_gemm/scheduler/gemm.cuh` (`Scheduler::get_next_block`, `get_swizzled_block_idx`, `kNum1DBlocksPerGroup`)
 - DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh` (`sm90_fp8_gemm_1d1d_impl`: `while (scheduler.get_next_block(m_block_idx, n_block_idx))`)
-- sglang wheel `sglang/kernels/jit/csrc/gemm/marlin/marlin_template.h` (Marlin: `for (int block = blockIdx.x; block < num_blocks; block += gridDim.x)`)
+- DeepGEMM `deep_gemm/include/deep_gemm/impls/sm100_bf16_gemm.cuh` (`sm100_bf16_gemm_impl`: the TMA, MMA and epilogue warps each walk the same `scheduler.get_next_block` sequence)
 - Triton tutorial `09-persistent-matmul.py` (the Triton analogue: `NUM_SMS` programs, `GROUP_SIZE_M` order)
 - CUDA C++ Programming Guide, "Hardware Implementation" / "Occupancy Calculator" (waves of CTAs over SMs)
 """
