@@ -14,10 +14,9 @@ registers each), and sizes nothing for block sizes that never occur. A template 
 name its own thread count: `__launch_bounds__(kNumThreads)`.
 
 ## Why it is faster
-Without bounds, nvcc must assume up to 1,024 threads per block but otherwise picks registers
-for speed of one thread (up to 255): a register-hungry kernel (unrolled loops, per-thread
-arrays, register tiles, MMA fragments) may end up with one CTA per SM, too few warps to hide
-memory latency. The bound lets the compiler trade registers for resident warps where that
+Without bounds nvcc knows nothing about the block size and picks registers for the speed of
+one thread (up to 255): a register-hungry kernel (unrolled loops, per-thread arrays, register
+tiles, MMA fragments) may end up with one CTA per SM, too few warps to hide memory latency. The bound lets the compiler trade registers for resident warps where that
 is the better deal, and makes the choice explicit and stable across compiler versions.
 It also prevents a launch failure: a kernel compiled to 96 registers cannot launch 1,024
 threads (98,304 > 65,536 registers) — "too many resources requested for launch" — while
