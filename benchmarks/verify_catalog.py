@@ -108,8 +108,16 @@ def run_one(sk_id: str, device: str, budget_s: float, partial: Path | None = Non
                                subject="example", date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **facts)
     notes: list[str] = []
-    if not gpu and h.cpu_skip:
-        return dict(rec, verdict="correct", detail="", skipped=f"CPU_SKIP: {h.cpu_skip}", measure=h.measure)
+    # a CUDA C++ example (its sides are the strings before_cuda/after_cuda, built with
+    # load_inline): nothing of it runs without a GPU, and its launches are no Triton launches
+    cuda_example = isinstance(getattr(h.module, "before_cuda", None), str)
+    if not gpu and (h.cpu_skip or cuda_example):
+        why = h.cpu_skip or "needs a CUDA GPU and nvcc (CUDA C++ example)"
+        return dict(rec, verdict="correct", detail="", skipped=f"CPU_SKIP: {why}", measure=h.measure)
+    if cuda_example:
+        from skel.skeletons.examples._cuda import require_gpu
+
+        require_gpu(sk_id)  # one clear line instead of a failure deep inside make_inputs
     # (shape, dtype, must): the first dtype on every GPU and CHECK_ONLY shape runs while this
     # skeleton's share lasts; other dtypes only within the first 45 % of it
     if gpu:
@@ -128,7 +136,7 @@ def run_one(sk_id: str, device: str, budget_s: float, partial: Path | None = Non
         if i and spent > (budget_s if must else 0.45 * budget_s):
             skipped.append(f"{shape}/{dtype}")
             continue
-        want_codes = gpu and h.measure == "kernel" and i == 0
+        want_codes = gpu and h.measure == "kernel" and i == 0 and not cuda_example
         res = check_both(h, shape, dtype, 1, device, codes if want_codes else None)
         checked.append(f"{shape}/{dtype}")
         for side, checks in res.items():
@@ -169,7 +177,8 @@ def run_one(sk_id: str, device: str, budget_s: float, partial: Path | None = Non
             if same:
                 return dict(rec, verdict="no-op", detail=f"same machine code: {how}", notes=notes)
         else:
-            notes.append("machine code not compared")
+            notes.append("machine code not compared" + (" (CUDA C++: two nvcc builds, no Triton launches to read)"
+                                                         if cuda_example else ""))
         left = max(budget_s - (time.perf_counter() - t0), 0.25 * budget_s)
         tr = timing.time_pair(h, h.launcher("before"), h.launcher("after"), device=device,
                               shapes=list(h.gpu_shapes), dtype=h.dtypes[0], seed=1, budget_s=0.8 * left)
