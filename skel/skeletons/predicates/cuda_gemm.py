@@ -1,0 +1,205 @@
+"""CUDA GEMM mainloops: tensor-core MMAs, shared-memory tile loads, K loops, FP8 operands.
+
+Read from the facts the C++/CUDA extractor fills (``language == "cuda"``): call names with
+their namespaces (``cute::SM90_TMA_LOAD_2D::copy``, ``WGMMA::wgmma``), one ``ptx:<mnemonic>``
+call per instruction of inline asm (``ptx:wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3``),
+identifiers and type names, loops with their ``#pragma unroll``. Real kernels (DeepGEMM,
+FlashMLA, sgl-kernel) call these instructions through helpers that often live in another
+header, so each family is recognised by its PTX mnemonic *and* by the names of the usual
+wrappers (CUTLASS/CuTe atoms, DeepGEMM's ``ptx::`` and ``tma::`` helpers)."""
+
+from __future__ import annotations
+
+import re
+
+#: A tensor-core MMA of each family, by PTX mnemonic or by wrapper name (last ``::`` part,
+#: or any part for CuTe atoms such as ``cute::SM90_64x128x32_F32E4M3E4M3_SS_TN``).
+_WGMMA_PTX = re.compile(r"^ptx:wgmma\.mma_async")
+_WGMMA_NAME = re.compile(r"(?i)^wgmma$|^wgmma_|_wgmma$|^(SM90_|MMA_)64x\d+x\d+_")
+_MMA_SYNC_PTX = re.compile(r"^ptx:mma\.(sync|sp)")
+_MMA_SYNC_NAME = re.compile(r"(?i)^mma_sync$|^hmma\w*$|^mma_?m\d+n\d+k\d+\w*$|^SM(75|80|89)_\d+x\d+x\d+_")
+_UMMA_PTX = re.compile(r"^ptx:tcgen05\.mma")
+_UMMA_NAME = re.compile(r"^SM100_MMA_\w+|^UMMA$|^umma\w*$|^tcgen05_mma\w*$")
+#: the issue/commit/wait protocol around WGMMA (``warpgroup_arrive`` is `wgmma.fence`)
+WGMMA_SYNC = re.compile(r"(?i)^(warpgroup_(arrive|commit_batch|wait|fence_operand)|wgmma_(fence|commit|wait)\w*)$")
+_WGMMA_SYNC_PTX = re.compile(r"^ptx:wgmma\.(fence|commit_group|wait_group)")
+
+
+def _parts(name: str) -> list[str]:
+    return [p for p in name.split("::") if p]
+
+
+def mma_kind(name: str) -> str:
+    """'wgmma', 'mma.sync' (incl. WMMA), 'umma' (tcgen05), 'cute' (`cute::gemm` on a TiledMMA
+    whose atom is not in sight) or '' for a call name."""
+    if _WGMMA_PTX.match(name):
+        return "wgmma"
+    if _MMA_SYNC_PTX.match(name):
+        return "mma.sync"
+    if _UMMA_PTX.match(name):
+        return "umma"
+    if name.startswith("ptx:"):
+        return ""
+    parts = _parts(name.lstrip("."))
+    if not parts:
+        return ""
+    last = parts[-1]
+    if parts == ["cute", "gemm"]:
+        return "cute"
+    if any(_WGMMA_NAME.search(p) for p in parts) and last not in ("arrive", "wait"):
+        return "wgmma"
+    if any(_UMMA_NAME.search(p) for p in parts):
+        return "umma"
+    if _MMA_SYNC_NAME.search(last) or any(p.startswith(("SM80_", "SM75_", "SM89_")) for p in parts[:-1]):
+        return "mma.sync"
+    return ""
+
+
+def mma_calls(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list:
+    """The kernel's tensor-core MMA calls of the given families."""
+    return [c for c in k.calls if mma_kind(c.name) in kinds]
+
+
+def wgmma_names(k) -> list[int]:
+    """Lines of identifiers or type names that are WGMMA atoms (``SM90_64x128x32_..._SS``,
+    ``MMA_64x128x32_F32E4M3E4M3_SS_TN``) — the way CuTe code selects a WGMMA."""
+    return [line for n, line in k.names.items() if any(_WGMMA_NAME.search(p) for p in _parts(n))]
+
+
+def wgmma_protocol(k) -> list[int]:
+    """Lines of the WGMMA issue protocol: fence / commit_group / wait_group, as PTX or
+    through ``warpgroup_arrive``/``warpgroup_commit_batch``/``warpgroup_wait``."""
+    return [c.line for c in k.calls
+            if _WGMMA_SYNC_PTX.match(c.name) or (not c.name.startswith("ptx:")
+                                                   and WGMMA_SYNC.match(_parts(c.name)[-1] if _parts(c.name) else ""))]
+
+
+# --- loops ------------------------------------------------------------------------------
+
+_CONST_NAME = re.compile(r"^(k[A-Z]\w*|[A-Z][A-Z0-9_]*)$")
+_IDENT = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
+_CPP_WORDS = {"sizeof", "static_cast", "int", "uint32_t", "unsigned", "size_t", "true", "false", "auto", "const"}
+
+
+def constant_trip(k, lp) -> bool:
+    """The loop's bound is a compile-time constant: literals, template parameters,
+    `kNumStages`/`BLOCK_K`-style constants and qualified members (``WGMMA::K``)."""
+    if lp.kind not in ("for",) or len(lp.args) < 2:
+        return False
+    cond = lp.args[1]
+    if not cond.strip():
+        return False
+    constexprs = {p.name for p in k.params if p.constexpr}
+    for ident in _IDENT.findall(cond):
+        if "::" in ident or ident in constexprs or ident in _CPP_WORDS or _CONST_NAME.match(ident):
+            continue
+        if ident in (lp.targets or []):
+            continue
+        if any(t == ident for t in _loop_vars(lp)):
+            continue
+        return False
+    return True
+
+
+def _loop_vars(lp) -> list[str]:
+    init = lp.args[0] if lp.args else ""
+    m = re.search(r"(\w+)\s*=", init)
+    return [m.group(1)] if m else []
+
+
+def enclosing_loops(k, line: int) -> list:
+    return [lp for lp in k.loops if lp.line <= line <= lp.end_line]
+
+
+def k_loops(k, line: int) -> list:
+    """The loops around ``line`` that walk K: not a fully unrolled constant-trip loop
+    (``#pragma unroll`` over ``BLOCK_K / WGMMA::K``), i.e. a runtime bound, a `while`,
+    or a loop the authors left rolled."""
+    out = []
+    for lp in enclosing_loops(k, line):
+        unrolled = lp.kwargs.get("pragma", "").strip() == "unroll"
+        if lp.kind in ("while", "do") or not constant_trip(k, lp) or not unrolled:
+            out.append(lp)
+    return out
+
+
+def mma_in_k_loop(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list[int]:
+    """Lines of MMA calls of the given families that sit inside a K loop."""
+    return [c.line for c in mma_calls(k, kinds) if k_loops(k, c.line)]
+
+
+# --- shared-memory tile loads -----------------------------------------------------------
+
+_TMA_PTX = re.compile(r"^ptx:cp\.async\.bulk\.(tensor|shared)")
+_TMA_NAME = re.compile(r"(?i)^SM\d+_TMA_(2SM_)?LOAD\w*$|^tma_load\w*$|^tma_copy\w*$|^cp_async_bulk_tensor\w*$")
+_CP_ASYNC_PTX = re.compile(r"^ptx:cp\.async\.(ca|cg)\b")
+_CP_ASYNC_NAME = re.compile(r"(?i)^(__pipeline_memcpy_async|memcpy_async|cp_async(?!_(commit|wait|fence))\w*|"
+                            r"SM80_CP_ASYNC\w*|ldgsts\w*)$")
+_SHARED_DECL = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?[\w:<>, ]*?\b(\w+)\s*\[")
+_SMEM_NAME = re.compile(r"(?i)^(smem\w*|\w*_smem\w*|s_\w+|sh_\w+|\w*shared\w*|[A-Z]s)$")
+
+
+def tma_loads(k) -> list[int]:
+    """Lines of TMA loads: `cp.async.bulk.tensor` / `cp.async.bulk` PTX, CuTe's
+    `SM90_TMA_LOAD*` atoms, `tma_load*`/`tma::copy` helpers."""
+    out = []
+    for c in k.calls:
+        if _TMA_PTX.match(c.name):
+            out.append(c.line)
+            continue
+        parts = _parts(c.name.lstrip("."))
+        if any(_TMA_NAME.match(p) for p in parts) or parts[-2:] == ["tma", "copy"]:
+            out.append(c.line)
+    return out
+
+
+def cp_async_loads(k) -> list[int]:
+    """Lines of Ampere-style asynchronous copies (`cp.async.ca/cg`, `__pipeline_memcpy_async`,
+    `cuda::memcpy_async`, `cp_async*` helpers)."""
+    out = []
+    for c in k.calls:
+        parts = _parts(c.name.lstrip("."))
+        if _CP_ASYNC_PTX.match(c.name) or (parts and _CP_ASYNC_NAME.match(parts[-1])):
+            out.append(c.line)
+    return out
+
+
+def shared_arrays(k) -> set[str]:
+    """Names of the kernel's `__shared__` arrays (static or `extern`)."""
+    return set(_SHARED_DECL.findall(k.source or ""))
+
+
+def plain_smem_stores(k) -> list[int]:
+    """Lines of ordinary stores into shared memory (`As[ty][tx] = A[...]`, `smem_a[i] = ...`)
+    inside a loop: a tile staged by the threads themselves."""
+    arrays = shared_arrays(k)
+    out = []
+    for a in k.assigns:
+        if a.op != "=" or not a.loop_depth:
+            continue
+        for t in a.targets:
+            head = re.match(r"\s*\*?\s*\(?\s*(\w+)", t)
+            if head and "[" in t and (head.group(1) in arrays or _SMEM_NAME.match(head.group(1))):
+                out.append(a.line)
+                break
+    return out
+
+
+def smem_tile_loads_in_loop(k) -> list[int]:
+    """Lines of tile loads into shared memory inside a loop: TMA, cp.async or plain stores."""
+    lines = [ln for ln in tma_loads(k) + cp_async_loads(k) if enclosing_loops(k, ln)]
+    return lines + plain_smem_stores(k)
+
+
+# --- FP8 operands -----------------------------------------------------------------------
+
+_FP8 = re.compile(r"(?i)fp8|e4m3|e5m2")
+
+
+def fp8_operands(k) -> list[int]:
+    """Lines showing FP8 data: an FP8 MMA mnemonic or atom (`...e4m3.e4m3`, `F32E4M3E4M3`),
+    FP8 types (`__nv_fp8_e4m3`, `cutlass::float_e4m3_t`) or FP8-named variables."""
+    lines = [c.line for c in k.calls if (mma_kind(c.name) and _FP8.search(c.name))]
+    lines += [line for n, line in k.names.items() if _FP8.search(n)]
+    lines += [k.names.get(v, k.line_start) for v, d in (k.var_dtypes or {}).items() if d == "fp8"]
+    return lines
