@@ -58,7 +58,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
-from skel.skeletons.predicates.cuda_gemm import enclosing_loops, fp8_operands, k_loops, mma_calls
+from skel.skeletons.predicates.cuda_gemm import call_sites, fp8_operands, k_loops, mma_calls
 
 _KINDS = ("wgmma", "mma.sync", "umma", "cute")
 _ASM_OPERAND = re.compile(r"\"[+=]f\"\s*\(\s*\*?\s*([A-Za-z_]\w*)")
@@ -98,8 +98,9 @@ def _mma_k_loops(k) -> list:
     accs = _accumulators(k)
     out = []
     for c in mma_calls(k, _KINDS):
+        last = max(call_sites(k, c.line))
         for lp in k_loops(k, c.line):
-            reset = any(lp.line <= a.line <= c.line and a.op == "=" and _ZERO.match(a.value)
+            reset = any(lp.line <= a.line <= last and a.op == "=" and _ZERO.match(a.value)
                         and {_head(t) for t in a.targets} & accs for a in k.assigns)
             if not reset and lp not in out:
                 out.append(lp)
@@ -115,7 +116,7 @@ def _promotions(k):
     loops = _mma_k_loops(k)
     lines = []
     for a in k.assigns:
-        if not any(lp.line <= a.line <= lp.end_line for lp in loops):
+        if not any(lp.line <= s <= lp.end_line for lp in loops for s in call_sites(k, a.line)):
             continue
         heads = {_head(t) for t in a.targets} - {""}
         if not heads or heads & accs or heads & {p.name for p in k.params}:
@@ -138,8 +139,8 @@ def _fp8_mma(k):
 
 def _mma_in_k_loop(k):
     loops = _mma_k_loops(k)
-    return [c.line for c in mma_calls(k, _KINDS) if any(lp.line <= c.line <= lp.end_line for lp in loops)
-            and enclosing_loops(k, c.line)] or None
+    return [c.line for c in mma_calls(k, _KINDS)
+            if any(lp.line <= s <= lp.end_line for lp in loops for s in call_sites(k, c.line))] or None
 
 
 PROMOTION = custom("fp32-promotion",

@@ -17,7 +17,8 @@ import re
 _WGMMA_PTX = re.compile(r"^ptx:wgmma\.mma_async")
 _WGMMA_NAME = re.compile(r"(?i)^wgmma$|^wgmma_|_wgmma$|^(SM90_|MMA_)64x\d+x\d+_")
 _MMA_SYNC_PTX = re.compile(r"^ptx:mma\.(sync|sp)")
-_MMA_SYNC_NAME = re.compile(r"(?i)^mma_sync$|^hmma\w*$|^mma_?m\d+n\d+k\d+\w*$|^SM(75|80|89)_\d+x\d+x\d+_")
+_MMA_SYNC_NAME = re.compile(r"(?i)^mma_sync$|^hmma\w*$|^((bf16|fp16|f16|half|fp8|e4m3|int8|s8)_)?mma(_(?!async)\w*)?$|"
+                            r"^SM(75|80|89)_\d+x\d+x\d+_")
 _UMMA_PTX = re.compile(r"^ptx:tcgen05\.mma")
 _UMMA_NAME = re.compile(r"^SM100_MMA_\w+|^UMMA$|^umma\w*$|^tcgen05_mma\w*$")
 #: the issue/commit/wait protocol around WGMMA (``warpgroup_arrive`` is `wgmma.fence`)
@@ -90,7 +91,10 @@ def constant_trip(k, lp) -> bool:
     if not cond.strip():
         return False
     constexprs = {p.name for p in k.params if p.constexpr}
+    runtime = {p.name for p in k.params if not p.constexpr}  # `K`, `N`: runtime whatever their case
     for ident in _IDENT.findall(cond):
+        if ident in runtime:
+            return False
         if "::" in ident or ident in constexprs or ident in _CPP_WORDS or _CONST_NAME.match(ident):
             continue
         if ident in (lp.targets or []):
@@ -107,8 +111,24 @@ def _loop_vars(lp) -> list[str]:
     return [m.group(1)] if m else []
 
 
+def call_sites(k, line: int, _seen: frozenset = frozenset()) -> list[int]:
+    """Where a statement at ``line`` runs in the kernel's own body. A line inside a device
+    helper folded into the kernel (``k.folded``) runs where the kernel calls that helper:
+    its loops are the loops around those calls, not the helper's."""
+    helper = k.helper_at(line)
+    if not helper or helper in _seen:
+        return [line]
+    out: list[int] = []
+    for c in k.calls:
+        if c.name.split("::")[-1] == helper and k.helper_at(c.line) != helper:
+            out += call_sites(k, c.line, _seen | {helper})
+    return out or [line]
+
+
 def enclosing_loops(k, line: int) -> list:
-    return [lp for lp in k.loops if lp.line <= line <= lp.end_line]
+    """The kernel's loops around ``line`` (a helper's line: around the helper's call sites)."""
+    sites = call_sites(k, line)
+    return [lp for lp in k.loops if any(lp.line <= s <= lp.end_line for s in sites)]
 
 
 def k_loops(k, line: int) -> list:
