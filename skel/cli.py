@@ -68,13 +68,14 @@ def _print_traceback() -> None:
 @click.option("--debug", is_flag=True, help="On an error, print the Python traceback.")
 def cli(debug: bool) -> None:
     """Mine GPU-kernel optimisation techniques from real code, and suggest the ones that fit
-    your Triton kernel — ranked, explained and backed by real locations.
+    your Triton or CUDA kernel — ranked, explained and backed by real locations.
 
     \b
     Typical use:
       skel mine --package liger_kernel      # mine an installed package
       skel mine ~/src/flash-linear-attention  # or a checkout
       skel suggest my_kernel.py             # what has worked on kernels like this?
+      skel suggest gemm.cu                  # CUDA C++ too (.cu .cuh .cpp .hpp .h)
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
       skel skeletons list                   # the catalog
 
@@ -109,12 +110,15 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     (a repository at another revision with --rev; its commit history with --history).
 
     Finds every @triton.jit kernel (all spellings, stacked under autotune/heuristics) with
-    libcst, records which catalog techniques each uses, where (path, function, lines,
+    libcst, and in C++/CUDA files (.cu .cuh .cpp .hpp .h) every __global__ kernel and every
+    function bound to Python (pybind11/nanobind .def) with tree-sitter; records which
+    catalog techniques each uses, where (path, function, lines,
     version) and which tests exercise it. Unchanged files are skipped on re-mines; bad
     files are reported and skipped; an interrupted mine resumes where it stopped.
 
     With --history, PATH is a git repository (bare ones too): every first-parent commit
-    that changes a kernel file is compared before/after; a re-run reads only new commits.
+    that changes a kernel file (.py: Triton only, so far) is compared before/after; a re-run
+    reads only new commits.
     """
     if history:
         _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
@@ -221,7 +225,8 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt, as_json, no_template, store):
-    """Suggest the skeletons that fit the Triton kernels in KERNEL_FILE.
+    """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
+    .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
     Skeletons whose preconditions hold, whose environment fits and which the kernel does
     not already use come first, each with why it applies (the kernel's lines), the

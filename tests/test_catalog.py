@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from skel.kernels.triton import extract_file
+from skel.kernels.extract import extract
 from skel.skeletons import expectations, registry
 
 SKELETONS = registry.all_skeletons()
-FIXTURE_FILES = sorted(registry.FIXTURES_DIR.glob("*.py"))
+FIXTURE_FILES = sorted(f for suffix in ("py", "cu", "cuh", "cpp") for f in registry.FIXTURES_DIR.glob(f"*.{suffix}"))
 EXPECTATIONS = [e for f in FIXTURE_FILES for e in expectations.read(f)]
 KERNELS = {str(f): expectations.kernels_by_name(f) for f in FIXTURE_FILES}
 
@@ -78,10 +78,12 @@ def test_every_soft_precondition_has_a_near_miss_fixture(sk):
 def test_doc_example_before_matches_and_after_does_not(sk):
     """The shown template (derived from the runnable example) shows the technique: some
     `before` kernel is a match, and some `after` kernel has the technique present."""
-    header = "import triton\nimport triton.language as tl\n"
-    before = extract_file(header + sk.before)
-    after = extract_file(header + sk.after)
-    assert before and after, "before/after must each hold a @triton.jit kernel"
+    if "cuda" in sk.languages:
+        before, after = extract(sk.before, "before.cu"), extract(sk.after, "after.cu")
+    else:
+        header = "import triton\nimport triton.language as tl\n"
+        before, after = extract(header + sk.before), extract(header + sk.after)
+    assert before and after, "before/after must each hold a kernel (or, in C++, a bound function)"
     judged = [sk.assess(k) for k in before]
     assert any(a.present is None and not a.failed for a in judged), \
         f"no `before` kernel matches: {[(a.kernel, a.present, a.failed) for a in judged]}"
@@ -99,15 +101,22 @@ def test_marker_comments_are_all_parsed():
     import re
 
     for f in FIXTURE_FILES:
-        written = len(re.findall(r"#\s*skel:", f.read_text()))
+        written = len(re.findall(r"(?:#|//)\s*skel:", f.read_text()))
         parsed = sum(1 for e in EXPECTATIONS if e.path == str(f))
         assert written == parsed, f"{f.name}: {written} markers written, {parsed} attached to kernels"
 
 
 def _signature_lines(path: str) -> dict[str, set[int]]:
-    """Per function of a fixture file: its decorator lines and its `def` header lines."""
+    """Per function of a fixture file: its decorator lines and its `def` header lines (in
+    C++: from its `template` line to the line of the body's opening brace)."""
     import ast
 
+    if not path.endswith(".py"):
+        out_cpp: dict[str, set[int]] = {}
+        for k in KERNELS[path].values():
+            brace = next((i for i, line in enumerate(k.source.splitlines()) if "{" in line), 0)
+            out_cpp[k.name] = set(range(k.line_start, k.line_start + brace))
+        return out_cpp
     out: dict[str, set[int]] = {}
     for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
         if isinstance(node, ast.FunctionDef):

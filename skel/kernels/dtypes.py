@@ -41,3 +41,20 @@ def operand_dtype(text: str, var_dtypes: dict[str, str]) -> str:
             return "lowp"
     base = _HEAD.match(text)
     return var_dtypes.get(base.group(0), "") if base else ""
+
+
+_C_FP8 = re.compile(r"fp8|e4m3|e5m2|float8", re.I)
+_C_LOWP = re.compile(r"\b(half2?|__half2?|__nv_bfloat162?|nv_bfloat162?|bf16|fp16|bfloat16(_t)?|float16(_t)?|"
+                     r"cutlass::half_t|cutlass::bfloat16_t)\b", re.I)
+_C_FP32 = re.compile(r"^(const\s+)?float\b|\bfloat[1-4]?\b")
+
+
+def dtype_of_c_type(ctype: str) -> str:
+    """Dtype of a C++/CUDA declared type (``__nv_bfloat16``, ``float4``, ``__nv_fp8_e4m3``)."""
+    if _C_FP8.search(ctype):
+        return "fp8"
+    if _C_LOWP.search(ctype):
+        return "lowp"
+    if _C_FP32.search(ctype):
+        return "fp32"
+    return ""

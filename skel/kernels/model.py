@@ -15,6 +15,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
+class ParseError(Exception):
+    """A source the extractor of its language cannot parse (invalid Python, for one)."""
+
+
 @dataclass
 class Call:
     """One call inside a kernel, e.g. ``tl.dot(a, b, input_precision="tf32x3")``."""
@@ -135,6 +139,17 @@ class KernelFacts:
     # source text only
     config_tables: list[str] = field(default_factory=list)
     returns_value: bool = False  # a `return <value>` in the body (device helpers return)
+    # the language the unit is written in ("triton", "cuda"): a skeleton is only judged on
+    # units of its languages
+    language: str = "triton"
+    # "kernel"; "binding" for a host C++ function bound to Python (pybind11/nanobind);
+    # "helper" for a device helper, returned only when asked for
+    kind: str = "kernel"
+    # a binding's `.def`s on the same owner (class or module), its own marked "self": what
+    # a condition compares it with (a sibling that releases the GIL ...)
+    bindings: list[dict] = field(default_factory=list)
+    # C++ declared variable -> its type's text (`float4`, `__nv_bfloat162`)
+    var_types: dict[str, str] = field(default_factory=dict)
     # what the authors wrote about this kernel, {"line", "text"} each: comments and
     # docstrings in the kernel (the comment right above it included), in the helpers it
     # calls, in the functions that launch it, and the module's own (its docstring, and

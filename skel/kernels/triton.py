@@ -20,7 +20,7 @@ import libcst as cst
 
 from skel.kernels.comments import block_end, notes_of
 from skel.kernels.dtypes import value_dtype
-from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, Syntax
+from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, ParseError, Syntax  # noqa: F401 - ParseError is re-exported
 from skel.kernels.positions import Positions
 from skel.kernels.tree import Walker, descendants, dotted, name_reads
 
@@ -489,9 +489,6 @@ class _HostVisitor(Walker):
         if entry is not None:  # calls inside the launch's own arguments are neither before nor after
             entry[2] = len(self._host_seq)
 
-
-class ParseError(Exception):
-    """The file is not valid Python (or not parseable by libcst)."""
 
 
 def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) -> list[KernelFacts]:

@@ -258,7 +258,7 @@ def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | 
             if isinstance(item, Skipped):
                 report.skipped.append(item)
         todo = list({f.digest: f for f in blobs.values()
-                     if isinstance(f, SourceFile) and "triton" in f.text and walk_hint(f.text)}.values())
+                     if isinstance(f, SourceFile) and walk_hint(f.text, f.rel)}.values())
         facts, cached = extract_many(todo, cache, jobs, by_digest=True)
         report.skipped += [Skipped(f.rel, str(facts[f.digest])) for f in todo if isinstance(facts.get(f.digest), str)]
         report.files_extracted += len(todo)

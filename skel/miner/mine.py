@@ -70,11 +70,12 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
     built from the parsed tree: the file is parsed once, and only plain data crosses the
     process boundary and lands in the cache."""
     rel, text, tables = job
-    from skel.kernels.triton import ParseError, extract_file
+    from skel.kernels.extract import extract
+    from skel.kernels.model import ParseError
 
     try:
         out = []
-        for k in extract_file(text, rel):
+        for k in extract(text, rel):
             k.config_tables = list(tables)
             uses, fits, lines = tag_lines(k)
             out.append({"facts": k.to_dict(), "uses": uses, "fits": fits, "lines": lines})
@@ -256,7 +257,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     removed = sorted(set(known) - set(stamp))
     report.removed = len(removed)
 
-    candidates = [f for f in changed if "triton" in f.text and walk_hint(f.text)]
+    candidates = [f for f in changed if walk_hint(f.text, f.rel)]
     t1 = time.perf_counter()
     facts, report.cached = extract_many(candidates, FactsCache(cache_root), jobs, progress)
     report.parse_seconds = time.perf_counter() - t1
@@ -324,7 +325,8 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     return report
 
 
-def walk_hint(text: str) -> bool:
-    from skel.kernels.triton import KERNEL_HINT
+def walk_hint(text: str, rel: str) -> bool:
+    """Can this file hold a unit of its language (a Triton kernel, a CUDA kernel or binding)?"""
+    from skel.kernels.extract import hint
 
-    return bool(KERNEL_HINT.search(text))
+    return hint(text, rel)

@@ -130,8 +130,11 @@ def skip_dir(name: str) -> bool:
 
 
 def wanted(name: str) -> bool:
-    """True for a file name worth reading (inside a folder; a file named on its own is read)."""
-    return name.endswith(".py")
+    """True for a file name worth reading (inside a folder; a file named on its own is read):
+    Python (Triton) and C++/CUDA sources."""
+    from skel.kernels.extract import SUFFIXES
+
+    return name.lower().endswith(SUFFIXES)
 
 
 def too_large(rel: str, size: int) -> Skipped | None:

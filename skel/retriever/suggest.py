@@ -159,13 +159,15 @@ class KernelResult:
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
     from skel.kernels.configs import config_tables_beside
-    from skel.kernels.triton import ParseError, extract_file
+    from skel.kernels.extract import WANTED, extract, language_of
+    from skel.kernels.model import ParseError
 
     p = Path(path)
     if not p.exists():
         raise SuggestError(f"{p}: no such file")
     if p.is_dir():
-        raise SuggestError(f"{p}: is a directory (give a .py file holding a @triton.jit kernel)")
+        raise SuggestError(f"{p}: is a directory (give a .py file holding a @triton.jit kernel, or a .cu/.cuh/"
+                           ".cpp file holding a __global__ kernel)")
     try:
         text = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -173,11 +175,11 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     except OSError as exc:
         raise SuggestError(f"{p}: unreadable: {exc.strerror}") from exc
     try:
-        kernels = extract_file(text, str(p))
+        kernels = extract(text, str(p))
     except ParseError as exc:
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
     if not kernels:
-        raise SuggestError(f"{p}: no @triton.jit kernel found" + _helpers_only(text, p))
+        raise SuggestError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
     tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
     for k in kernels:
         k.config_tables = tables
@@ -186,7 +188,8 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         if not chosen:
             host = [k.name for k in kernels if kernel in k.folded]
             if host:
-                raise SuggestError(f"{p}: {kernel!r} is a @triton.jit device helper, folded into the kernel(s) "
+                what = "a __device__ function" if language_of(str(p)) == "cuda" else "a @triton.jit device helper"
+                raise SuggestError(f"{p}: {kernel!r} is {what}, folded into the kernel(s) "
                                    f"that call it: {', '.join(host)}")
             names = ", ".join(k.name for k in kernels)
             raise SuggestError(f"{p}: no kernel named {kernel!r} (found: {names})")
@@ -195,12 +198,16 @@ def load_kernels(path: str | Path, kernel: str | None = None):
 
 
 def _helpers_only(text: str, p: Path) -> str:
-    """The reason a file with `@triton.jit` functions has no kernel: all are device helpers."""
-    from skel.kernels.triton import extract_file
+    """The reason a file with `@triton.jit` (or `__device__`) functions has no kernel: all
+    are device helpers."""
+    from skel.kernels.extract import extract, language_of
 
-    helpers = [k.name for k in extract_file(text, str(p), helpers=True)]
+    helpers = [k.name for k in extract(text, str(p), helpers=True)]
     if not helpers:
         return ""
+    if language_of(str(p)) == "cuda":
+        return (f" (only __device__ functions: {', '.join(helpers[:6])}; they are judged inside the "
+                "__global__ kernels that call them)")
     return (f" (only device helpers: {', '.join(helpers[:6])}; they take no pointer and return a value, "
             "so they are judged inside the kernels that call them)")
 
@@ -238,7 +245,7 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         target = Target(backend=kf.backend_hint, cc=target.cc, triton=target.triton)
         notes.append(f"the file looks written for the {kf.backend_hint} backend (path or imports); "
                      "pass --backend to override")
-    assessments = [s.assess(kf, target) for s in all_skeletons()]
+    assessments = [s.assess(kf, target) for s in all_skeletons() if kf.language in s.languages]
     present = [a.skeleton.id for a in assessments if a.present is not None]
     total = kb.count() if kb is not None else 0
     lexical, lexical_top = lexical_scores(kf.source, kb if total else None, exclude)

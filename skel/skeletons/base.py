@@ -54,6 +54,8 @@ class Status(str, Enum):
 
 
 BOUNDS = ("memory", "compute", "latency", "occupancy")
+#: the languages extractors exist for (skel.kernels.extract)
+LANGUAGES = {"triton", "cuda"}
 
 
 def _version(v: str) -> tuple[int, ...]:
@@ -226,6 +228,10 @@ class Skeleton:
     # (`num-stages-pipelining` -> "num stages", "stages pipelining"); set it where those
     # words are ambiguous or not how people write about the technique.
     ruled_out_by: tuple[str, ...] = ()
+    # the languages of the units it is judged on (``KernelFacts.language``): "triton",
+    # "cuda". A unit of another language is never assessed: its conditions are written
+    # against facts that language's extractor fills.
+    languages: tuple[str, ...] = ("triton",)
 
     @property
     def before(self) -> str:
@@ -236,6 +242,9 @@ class Skeleton:
         return self.template_source()[1] if self.template_source else ""
 
     def assess(self, k: "KernelFacts", target: Target | None = None) -> Assessment:
+        if k.language not in self.languages:
+            return Assessment(self, k.name, None, [], [f"a {'/'.join(self.languages)} unit"], False,
+                              [f"written for {'/'.join(self.languages)}, not {k.language}"])
         present = self.present.check(k)
         matched: list[Hit] = []
         failed: list[Condition] = []
@@ -347,6 +356,8 @@ def validate(s: Skeleton) -> None:
         problems.append("summary longer than 120 characters")
     if not isinstance(s.category, Category):
         problems.append("category is not a Category")
+    if not s.languages or not set(s.languages) <= LANGUAGES:
+        problems.append(f"languages {s.languages!r} must be a non-empty subset of {sorted(LANGUAGES)}")
     if not s.preconditions:
         problems.append("no preconditions (use conditions.ALWAYS only if it truly applies to any kernel)")
     if s.present is None or s.present is ALWAYS:

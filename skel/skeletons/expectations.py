@@ -9,6 +9,9 @@ A comment line directly above a kernel (above its decorators) says what must hap
                          naming the one (soft) precondition that is missing
     # skel: refine <id>  the technique is present but incomplete: a refine suggestion
     # skel: complete <id> the technique is present and complete: no refine suggestion
+
+C++/CUDA fixtures write the same markers as ``// skel: ...`` comments, above the unit's
+``template <...>`` line when it has one.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = re.compile(r"^\s*#\s*skel:\s*(match|ok|uses|near|refine|complete)\s+([a-z0-9-]+)\s*$")
+MARKER = re.compile(r"^\s*(?:#|//)\s*skel:\s*(match|ok|uses|near|refine|complete)\s+([a-z0-9-]+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -33,14 +36,14 @@ class Expectation:
 
 
 def read(path: Path) -> list[Expectation]:
-    from skel.kernels.triton import extract_file
+    from skel.kernels.extract import extract
 
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     out: list[Expectation] = []
-    for k in extract_file(source, str(path)):
+    for k in extract(source, str(path)):
         i = k.line_start - 2  # the line above the first decorator
-        while i >= 0 and (lines[i].strip().startswith("#") or not lines[i].strip()):
+        while i >= 0 and (lines[i].strip().startswith(("#", "//")) or not lines[i].strip()):
             m = MARKER.match(lines[i])
             if m:
                 out.append(Expectation(str(path), k.name, k.line_start, m.group(1), m.group(2)))
@@ -51,6 +54,6 @@ def read(path: Path) -> list[Expectation]:
 
 
 def kernels_by_name(path: Path) -> dict:
-    from skel.kernels.triton import extract_file
+    from skel.kernels.extract import extract
 
-    return {k.name: k for k in extract_file(path.read_text(encoding="utf-8"), str(path))}
+    return {k.name: k for k in extract(path.read_text(encoding="utf-8"), str(path))}

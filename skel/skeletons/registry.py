@@ -75,4 +75,9 @@ def catalog_fingerprint() -> str:
 
 
 def fixture_path(skeleton_id: str) -> Path:
-    return FIXTURES_DIR / f"{skeleton_id.replace('-', '_')}.py"
+    """The skeleton's fixtures file: ``<id>.py`` for Triton, ``<id>.cu``/``.cpp`` for CUDA C++."""
+    stem = skeleton_id.replace("-", "_")
+    for suffix in (".py", ".cu", ".cpp", ".cuh"):
+        if (FIXTURES_DIR / f"{stem}{suffix}").exists():
+            return FIXTURES_DIR / f"{stem}{suffix}"
+    return FIXTURES_DIR / f"{stem}.py"

@@ -9,6 +9,9 @@ from this file*, so a template shown is always one that ran:
   "before" side, every one starting with ``after`` the "after" side; in the template the
   prefix is dropped (``before_kernel`` and ``after_kernel`` both show as ``kernel``), so the
   diff between the two is the change the skeleton makes;
+- a CUDA C++ skeleton keeps its two sides as strings, ``before_cuda = r"..."`` and
+  ``after_cuda = r"..."``: the template shows the strings' text (the C++), and the
+  harness around them, where there is one, compiles them (``torch.utils.cpp_extension``);
 - everything else (inputs, reference, shared helpers) is harness and is not shown.
 
 This package only *reads* the files (as text); importing one runs Triton and torch, which is
@@ -77,7 +80,21 @@ def _realign_signature(chunk: list[str], def_at: int, body_at: int, shift: int) 
     return out
 
 
+def _cuda_side(tree: ast.Module, side: str) -> str | None:
+    """The C++ source of a CUDA example's side (``before_cuda = r"..."``), shown as
+    it is; None for a Triton example."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == f"{side}_cuda"
+                                                for t in node.targets) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value.strip("\n")
+    return None
+
+
 def _side(tree: ast.Module, lines: list[str], side: str) -> str:
+    cuda = _cuda_side(tree, side)
+    if cuda is not None:
+        return cuda
     chunks: list[str] = []
     names: list[str] = []
     for node in tree.body:
