@@ -156,6 +156,7 @@ _CP_ASYNC_PTX = re.compile(r"^ptx:cp\.async\.(ca|cg)\b")
 _CP_ASYNC_NAME = re.compile(r"(?i)^(__pipeline_memcpy_async|memcpy_async|cp_async(?!_(commit|wait|fence))\w*|"
                             r"SM80_CP_ASYNC\w*|ldgsts\w*)$")
 _SHARED_DECL = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?[\w:<>, ]*?\b(\w+)\s*\[")
+_WORD = re.compile(r"[A-Za-z_]\w*")
 _SMEM_NAME = re.compile(r"(?i)^(smem\w*|\w*_smem\w*|s_\w+|sh_\w+|\w*shared\w*|[A-Z]s)$")
 
 
@@ -198,8 +199,10 @@ def plain_smem_stores(k) -> list[int]:
         if a.op != "=" or not a.loop_depth:
             continue
         for t in a.targets:
-            head = re.match(r"\s*\*?\s*\(?\s*(\w+)", t)
-            if head and "[" in t and (head.group(1) in arrays or _SMEM_NAME.match(head.group(1))):
+            if "[" not in t and not t.lstrip().startswith("*"):
+                continue  # a plain variable, not a store through memory
+            # `As[ty][tx] = ...`, `*reinterpret_cast<int4*>(&smem_a[i]) = ...`, `*(uint4*)(s_b + i) = ...`
+            if any(n in arrays or _SMEM_NAME.match(n) for n in _WORD.findall(t)):
                 out.append(a.line)
                 break
     return out
