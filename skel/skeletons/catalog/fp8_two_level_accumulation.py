@@ -60,7 +60,9 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
 from skel.skeletons.predicates.cuda_gemm import call_sites, fp8_operands, k_loops, mma_calls
 
-_KINDS = ("wgmma", "mma.sync", "umma", "cute")
+#: register-accumulator MMAs: Blackwell's UMMA accumulates block-scaled FP8 in tensor memory
+#: at full precision, so it is not a candidate (nor does it promote)
+_KINDS = ("wgmma", "mma.sync", "cute")
 _ASM_OPERAND = re.compile(r"\"[+=]f\"\s*\(\s*\*?\s*([A-Za-z_]\w*)")
 _ZERO = re.compile(r"^\s*(\{\s*(0(\.0*)?f?\s*)?\}|0(\.0*)?f?|0\.f)\s*$")
 _ARRAY_HEAD = re.compile(r"^\s*\(?\s*\*?\s*([A-Za-z_]\w*)\s*(\[|\+|$)")
@@ -92,9 +94,12 @@ def _head(target: str) -> str:
     return m.group(1) if m else ""
 
 
-def _mma_k_loops(k) -> list:
-    """Loops walking K around an MMA whose accumulator is *not* reset inside them (a loop
-    over output tiles declares or zeroes it each time: that is not the K loop)."""
+def _mma_k_loops(k, restarted_ok: bool = True) -> list:
+    """Loops walking K around an MMA whose accumulator is not declared or zeroed inside them
+    (a loop over output tiles does that each time: it is not the K loop). Unless
+    ``restarted_ok``, also drop the loops in which the MMA itself restarts the accumulator
+    every iteration (see ``_restarts``): there the tensor cores never sum more than the
+    inner steps, whatever the loop's length."""
     accs = _accumulators(k)
     out = []
     for c in mma_calls(k, _KINDS):
@@ -102,9 +107,42 @@ def _mma_k_loops(k) -> list:
         for lp in k_loops(k, c.line):
             reset = any(lp.line <= a.line <= last and a.op == "=" and _ZERO.match(a.value)
                         and {_head(t) for t in a.targets} & accs for a in k.assigns)
+            if not restarted_ok and not reset:
+                reset = _restarts(k, c, lp)
             if not reset and lp not in out:
                 out.append(lp)
     return out
+
+
+_FLAG = re.compile(r"^\s*(\w+)\s*(?:(?:>|!=)\s*0u?)?\s*$")
+
+
+def _restarts(k, c, lp) -> bool:
+    """The MMA's last argument is its scale-d flag (`WGMMA::wgmma(desc_a, desc_b, accum, k)`,
+    `wgmma(acc, da, db, k > 0)`) and it is `false`/`0`, or the index of a loop nested inside
+    ``lp``: the first MMA of every ``lp`` iteration overwrites the accumulator."""
+    if len(c.args) < 4:
+        return False
+    flag = c.args[-1].strip()
+    if flag in ("false", "0"):
+        return True
+    m = _FLAG.match(flag)
+    if not m:
+        return False
+    sites = call_sites(k, c.line)
+    for inner in k.loops:
+        if inner is lp or not (lp.line < inner.line and inner.end_line <= lp.end_line):
+            continue
+        if any(inner.line <= s <= inner.end_line for s in sites) and m.group(1) in _loop_vars(inner):
+            return True
+    return False
+
+
+def _loop_vars(lp) -> set[str]:
+    found = set(lp.targets or [])
+    init = lp.args[0] if lp.args else ""
+    found.update(re.findall(r"(\w+)\s*=(?!=)", init))
+    return found
 
 
 def _promotions(k):
@@ -138,7 +176,7 @@ def _fp8_mma(k):
 
 
 def _mma_in_k_loop(k):
-    loops = _mma_k_loops(k)
+    loops = _mma_k_loops(k, restarted_ok=False)
     return [c.line for c in mma_calls(k, _KINDS)
             if any(lp.line <= s <= lp.end_line for lp in loops for s in call_sites(k, c.line))] or None
 

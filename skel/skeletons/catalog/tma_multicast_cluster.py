@@ -63,7 +63,11 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, uses_name
 from skel.skeletons.predicates.cuda_gemm import enclosing_loops, mma_calls, smem_tile_loads_in_loop
 
-_MULTICAST_PART = re.compile(r"(?i)multicast|^SM100_TMA_2SM_LOAD")
+#: a multicast copy by name: CuTe's atoms (`SM90_TMA_LOAD_MULTICAST_2D`, Blackwell's 2-CTA
+#: `SM100_TMA_2SM_LOAD_2D`) or a helper named for it (`tma_load_multicast`, `copy_multicast`);
+#: not a query such as the scheduler's `is_tma_multicast_valid`
+_MULTICAST_COPY = re.compile(r"(?i)^SM\d+_TMA_(LOAD_MULTICAST|2SM_LOAD)\w*$|^(tma|cp_async_bulk|bulk)\w*_multicast\w*$|"
+                             r"^\w*(load|copy)_multicast\w*$")
 
 
 def _multicast_copies(k):
@@ -74,7 +78,7 @@ def _multicast_copies(k):
         if c.name.startswith("ptx:"):
             if "multicast::cluster" in c.name and c.name.startswith("ptx:cp.async.bulk"):
                 lines.append(c.line)
-        elif any(_MULTICAST_PART.search(p) for p in c.name.split("::")):
+        elif any(_MULTICAST_COPY.match(p) for p in c.name.lstrip(".").split("::")):
             lines.append(c.line)
     return lines
 
@@ -85,7 +89,8 @@ def _mma_in_loop(k):
 
 MULTICAST_COPY = custom("multicast-tma-copy", "a multicast TMA copy (`.multicast::cluster`, `SM90_TMA_LOAD_MULTICAST`)",
                         _multicast_copies)
-MULTICAST_CONFIG = uses_name(r"(?i)(\w+::)*\w*(multicast|mcast)\w*", name="multicast-name",
+# `mcast` only as its own word part (`mcast_mask`, `kNumMcast`): `kNumCastStages` is not one
+MULTICAST_CONFIG = uses_name(r"(\w+::)*\w*((?i:multicast)|(?<![A-Za-z])mcast|Mcast|MCast)\w*", name="multicast-name",
                              describe="a multicast count or CTA mask (`kNumTMAMulticast`, `mcast_mask`)")
 SMEM_TILE_LOADS = custom(
     "smem-tile-loads-in-loop",

@@ -118,9 +118,10 @@ def _async_tile_loads_in_loop(k):
 
 
 def _realloc_or_no_mma(k):
-    """Complete: registers are reallocated between the roles, or there is no tensor-core
-    accumulator whose size the reallocation would serve (a copy or communication kernel)."""
-    return bool(_reg_realloc(k)) or not mma_calls(k, ("wgmma", "mma.sync", "umma", "cute"))
+    """Complete: registers are reallocated between the roles, or there is no register
+    accumulator whose size the reallocation would serve: a copy or communication kernel, or
+    Blackwell UMMA, which accumulates in tensor memory."""
+    return bool(_reg_realloc(k)) or not mma_calls(k, ("wgmma", "mma.sync", "cute"))
 
 
 REG_REALLOC = custom("setmaxnreg", "register reallocation between roles (`setmaxnreg`, `warpgroup_reg_alloc/dealloc`)",

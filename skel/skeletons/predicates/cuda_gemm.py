@@ -20,10 +20,13 @@ _MMA_SYNC_PTX = re.compile(r"^ptx:mma\.(sync|sp)")
 _MMA_SYNC_NAME = re.compile(r"(?i)^mma_sync$|^hmma\w*$|^((bf16|fp16|f16|half|fp8|e4m3|int8|s8)_)?mma(_(?!async)\w*)?$|"
                             r"^SM(75|80|89)_\d+x\d+x\d+_")
 _UMMA_PTX = re.compile(r"^ptx:tcgen05\.mma")
-_UMMA_NAME = re.compile(r"^SM100_MMA_\w+|^UMMA$|^umma\w*$|^tcgen05_mma\w*$")
-#: the issue/commit/wait protocol around WGMMA (``warpgroup_arrive`` is `wgmma.fence`)
-WGMMA_SYNC = re.compile(r"(?i)^(warpgroup_(arrive|commit_batch|wait|fence_operand)|wgmma_(fence|commit|wait)\w*)$")
-_WGMMA_SYNC_PTX = re.compile(r"^ptx:wgmma\.(fence|commit_group|wait_group)")
+_UMMA_NAME = re.compile(r"^SM100_MMA_\w+|^UMMA$|^umma$|^umma_(?!arrive)\w+|^tcgen05_mma\w*$")
+_MMA_SYNC_ATOM = re.compile(r"^SM(75|80|89)_\d+x\d+x\d+_")
+#: the issue/commit/wait protocol around WGMMA (``warpgroup_arrive`` is `wgmma.fence`) and
+#: around UMMA (``umma_arrive`` is `tcgen05.commit`)
+WGMMA_SYNC = re.compile(r"(?i)^(warpgroup_(arrive|commit_batch|wait|fence_operand)|wgmma_(fence|commit|wait)\w*|"
+                        r"umma_arrive\w*|tcgen05_(commit|after_thread_sync|before_thread_sync)\w*)$")
+_WGMMA_SYNC_PTX = re.compile(r"^ptx:(wgmma\.(fence|commit_group|wait_group)|tcgen05\.commit)")
 
 
 def _parts(name: str) -> list[str]:
@@ -51,20 +54,46 @@ def mma_kind(name: str) -> str:
         return "wgmma"
     if any(_UMMA_NAME.search(p) for p in parts):
         return "umma"
-    if _MMA_SYNC_NAME.search(last) or any(p.startswith(("SM80_", "SM75_", "SM89_")) for p in parts[:-1]):
+    if _MMA_SYNC_NAME.search(last) or any(_MMA_SYNC_ATOM.match(p) for p in parts[:-1]):
         return "mma.sync"
     return ""
 
 
+def atom_kinds(k) -> set[str]:
+    """MMA families whose CuTe/CUTLASS atoms the kernel names (`SM90_64x128x16_F32BF16BF16_SS`,
+    `ptx::SM100_MMA_F16BF16_SS`, `SM80_16x8x16_F32BF16BF16F32_TN`)."""
+    out = set()
+    for n in k.names:
+        parts = _parts(n)
+        if any(_WGMMA_NAME.search(p) and "64x" in p for p in parts):
+            out.add("wgmma")
+        if any(p.startswith("SM100_MMA_") for p in parts):
+            out.add("umma")
+        if any(_MMA_SYNC_ATOM.match(p) for p in parts):
+            out.add("mma.sync")
+    return out
+
+
+def call_kind(k, c) -> str:
+    """``mma_kind`` of a call, with `Atom::fma(...)` through an alias (`using mma_t = ...;
+    mma_t::fma(...)`) resolved by the one atom family the kernel names."""
+    kind = mma_kind(c.name)
+    if kind or c.name.startswith("ptx:") or _parts(c.name)[-1:] != ["fma"]:
+        return kind
+    atoms = atom_kinds(k)
+    return atoms.pop() if len(atoms) == 1 else ""
+
+
 def mma_calls(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list:
     """The kernel's tensor-core MMA calls of the given families."""
-    return [c for c in k.calls if mma_kind(c.name) in kinds]
+    return [c for c in k.calls if call_kind(k, c) in kinds]
 
 
 def wgmma_names(k) -> list[int]:
-    """Lines of identifiers or type names that are WGMMA atoms (``SM90_64x128x32_..._SS``,
-    ``MMA_64x128x32_F32E4M3E4M3_SS_TN``) — the way CuTe code selects a WGMMA."""
-    return [line for n, line in k.names.items() if any(_WGMMA_NAME.search(p) for p in _parts(n))]
+    """Lines of identifiers or type names that are WGMMA or UMMA atoms (``SM90_64x128x32_..._SS``,
+    ``MMA_64x128x32_F32E4M3E4M3_SS_TN``, ``SM100_MMA_F16BF16_SS``) — how CuTe code selects one."""
+    return [line for n, line in k.names.items()
+            if any((_WGMMA_NAME.search(p) and "64x" in p) or p.startswith("SM100_MMA_") for p in _parts(n))]
 
 
 def wgmma_protocol(k) -> list[int]:
@@ -217,12 +246,14 @@ def smem_tile_loads_in_loop(k) -> list[int]:
 # --- FP8 operands -----------------------------------------------------------------------
 
 _FP8 = re.compile(r"(?i)fp8|e4m3|e5m2")
+_MMA_WORD = re.compile(r"(?i)mma")
 
 
 def fp8_operands(k) -> list[int]:
-    """Lines showing FP8 data: an FP8 MMA mnemonic or atom (`...e4m3.e4m3`, `F32E4M3E4M3`),
-    FP8 types (`__nv_fp8_e4m3`, `cutlass::float_e4m3_t`) or FP8-named variables."""
-    lines = [c.line for c in k.calls if (mma_kind(c.name) and _FP8.search(c.name))]
-    lines += [line for n, line in k.names.items() if _FP8.search(n)]
-    lines += [k.names.get(v, k.line_start) for v, d in (k.var_dtypes or {}).items() if d == "fp8"]
+    """Lines showing an FP8 MMA: an FP8 mnemonic or MMA helper (`...f32.e4m3.e4m3`,
+    `wgmma_e4m3_m64n16k32`), or an MMA atom/selector named for FP8 (`F32E4M3E4M3`,
+    `FP8MMASelector`). FP8 types alone (a `sizeof(__nv_fp8_e4m3)` in a BF16 kernel's
+    padding arithmetic, a quantisation kernel) are not enough."""
+    lines = [c.line for c in k.calls if mma_kind(c.name) and _FP8.search(c.name)]
+    lines += [line for n, line in k.names.items() if _FP8.search(n) and _MMA_WORD.search(n)]
     return lines
