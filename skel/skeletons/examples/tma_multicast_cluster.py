@@ -214,7 +214,7 @@ gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ C
         mbar_wait(&full, kb & 1);
         wgmma_fence();
         #pragma unroll
-        for (int kk = 0; kk < BLOCK_K / 16; ++kk)
+        for (int kk = 0; kk < BLOCK_K / 16; ++kk)  // 16 bf16 = 32 bytes = 2 descriptor units
             wgmma_m64n16k16(acc, sw128_desc(smem_a) + kk * 2, sw128_desc(smem_b) + kk * 2);
         wgmma_commit_and_wait();
         cluster_sync();  // the next multicast writes into the peer's B tile too: both must be done with it
