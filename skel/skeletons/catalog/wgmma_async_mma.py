@@ -33,7 +33,8 @@ collectives, FlashAttention-3 and DeepGEMM are written on it.
   architecture-specific feature).
 
 ## Does not apply when
-- the MMAs are FP64 (`mma.sync...f64`, DMMA): WGMMA has no double-precision shape;
+- the MMAs are FP64 (`mma.sync...f64`, DMMA), FP4/FP6 (`e2m1`), INT4 or block-scaled
+  (`kind::mxf4nvf4.block_scale`, sm_120): WGMMA has no form for them;
 - operands go from global memory straight to registers (GEMV-like skinny kernels): B must
   be in shared memory for WGMMA, so the tile has to be staged first;
 - the block is a single warp or two (`__launch_bounds__(32)`, `(64)`): a warpgroup needs
@@ -69,9 +70,16 @@ def _wgmma_used(k):
     return lines or None
 
 
-def _fp64_mma(k):
-    """DMMA: a `mma.sync ... .f64` instruction, or WMMA fragments of `double`."""
-    lines = [c.line for c in k.calls if c.name.startswith("ptx:mma.") and ".f64" in c.name]
+#: operand types and modes `wgmma.mma_async` has no form for: FP64 (DMMA), FP4/FP6
+#: (`e2m1`, `e3m2`, `e2m3`), 4-bit integers, and block-scaled MMAs (`kind::mxf8f6f4`,
+#: `.block_scale`: sm_100/sm_120 instructions)
+_NO_WGMMA_FORM = re.compile(r"\.f64\b|\.e2m1\b|\.e3m2\b|\.e2m3\b|\.[su]4\b|block_scale|kind::mx")
+
+
+def _mma_without_wgmma_form(k):
+    """An MMA WGMMA cannot express: `mma.sync ... .f64` (DMMA), FP4/FP6 or INT4 operands,
+    block-scaled `kind::mxf4nvf4`; or WMMA fragments of `double`."""
+    lines = [c.line for c in k.calls if c.name.startswith("ptx:mma.") and _NO_WGMMA_FORM.search(c.name)]
     lines += [k.names.get(v, k.line_start) for v, t in (getattr(k, "var_types", None) or {}).items()
               if "fragment" in t and re.search(r"\bdouble\b", t)]
     return lines or None
@@ -102,7 +110,9 @@ WGMMA_USED = custom("wgmma", "WGMMA / UMMA already (`wgmma.mma_async`, `warpgrou
                     _wgmma_used)
 MMA_SYNC_IN_K_LOOP = custom("mma-sync-in-k-loop", "warp-level `mma.sync` / WMMA `mma_sync` inside the K loop",
                             lambda k: mma_in_k_loop(k, ("mma.sync",)))
-FP64_MMA = custom("fp64-mma", "an FP64 MMA (`mma.sync...f64`, DMMA)", _fp64_mma)
+NO_WGMMA_FORM = custom("mma-without-wgmma-form",
+                       "an MMA type WGMMA lacks (FP64, FP4/FP6, INT4, block-scaled `kind::mx*`)",
+                       _mma_without_wgmma_form)
 SMALL_BLOCK = custom("block-below-warpgroup", "a block smaller than a warpgroup (`__launch_bounds__` below 128)",
                      _small_block, signature=True)
 SMEM_OPERANDS = custom("smem-operands", "MMA operands staged in shared memory (`__shared__` tiles, `ldmatrix`)",
@@ -116,7 +126,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bwgmma\b", r"warp[\s_-]*group[\s_-]*mma", r"\bGMMA\b"),
     present=WGMMA_USED,
-    preconditions=[MMA_SYNC_IN_K_LOOP, SMEM_OPERANDS, ~FP64_MMA, ~SMALL_BLOCK],
+    preconditions=[MMA_SYNC_IN_K_LOOP, SMEM_OPERANDS, ~NO_WGMMA_FORM, ~SMALL_BLOCK],
     env=Env(backends=("cuda",), min_cc=90),
     helps=("compute",),
     languages=("cuda",),

@@ -245,7 +245,10 @@ def smem_tile_loads_in_loop(k) -> list[int]:
 
 # --- FP8 operands -----------------------------------------------------------------------
 
-_FP8 = re.compile(r"(?i)fp8|e4m3|e5m2")
+#: FP8 data; `ue4m3` is the *scale* type of NVFP4 block-scaled MMAs, not an FP8 operand
+_FP8 = re.compile(r"(?i)fp8|(?<!u)e4m3|(?<!u)e5m2")
+#: block-scaled MMAs (`kind::mxf8f6f4`, `.block_scale`) apply their scales in hardware
+_BLOCK_SCALED = re.compile(r"block_scale|kind::mx")
 _MMA_WORD = re.compile(r"(?i)mma")
 
 
@@ -254,6 +257,6 @@ def fp8_operands(k) -> list[int]:
     `wgmma_e4m3_m64n16k32`), or an MMA atom/selector named for FP8 (`F32E4M3E4M3`,
     `FP8MMASelector`). FP8 types alone (a `sizeof(__nv_fp8_e4m3)` in a BF16 kernel's
     padding arithmetic, a quantisation kernel) are not enough."""
-    lines = [c.line for c in k.calls if mma_kind(c.name) and _FP8.search(c.name)]
+    lines = [c.line for c in k.calls if mma_kind(c.name) and _FP8.search(c.name) and not _BLOCK_SCALED.search(c.name)]
     lines += [line for n, line in k.names.items() if _FP8.search(n) and _MMA_WORD.search(n)]
     return lines
