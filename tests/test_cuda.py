@@ -89,6 +89,8 @@ def test_kernel_facts_signature_qualifiers_and_template():
     assert {"__restrict__", "__shared__", "extern __shared__", "float4"} <= set(k.names)
     assert "threadIdx.x" in k.attributes and "blockDim.x" in k.attributes
     assert k.var_types["v"] == "float4" and k.var_dtypes["s"] == "fp32"
+    b = _one("__global__ void k(int* y) { volatile int* f = y; }")["k"]
+    assert b.var_types["f"] == "volatile int*"
 
 
 def test_calls_loops_asm_and_folded_device_helper():
@@ -122,7 +124,8 @@ def test_python_bindings_with_owner_siblings_and_folded_host_helpers():
     assert d.kind == "binding"
     assert d.folded == {"wait_for": [5, 5]}  # the spin-wait lives in a host helper it calls
     assert any(lp.kind == "while" for lp in d.loops)
-    assert [(b["python_name"], b["self"]) for b in d.bindings] == [("dispatch", True), ("combine", False)]
+    assert [(b["python_name"], b["self"], b["releases_gil"]) for b in d.bindings] == [
+        ("dispatch", True, False), ("combine", False, True)]
     c = units["combine"]
     own = next(b for b in c.bindings if b["self"])
     assert own["guards"] == ["py::call_guard<py::gil_scoped_release>()"] and own["owner"] == "Buffer"
@@ -165,3 +168,13 @@ def test_qualifier_macros_of_cutlass_and_of_the_file_are_expanded():
     (k,) = extract(src, "gemm.cuh")
     assert (k.name, k.line_start, k.folded) == ("k", 3, {"sq": [2, 2]})
     assert "CUTLASS_GLOBAL" in k.source  # units show the source as written
+
+
+def test_a_binding_is_found_when_a_macro_hides_its_class():
+    """tree-sitter-cpp drops a struct whose body opens with a macro statement it cannot expand
+    (DeepEP's `EP_STATIC_ASSERT(...);`): the `.def(&Buffer::f)` still finds the one `f`, and a
+    sibling that releases the GIL in its body says so."""
+    src = BINDING.replace("struct Buffer {\n", "struct Buffer {\n  EP_STATIC_ASSERT(sizeof(int) == 4, \"int\");\n")
+    units = _one(src, "ext.cpp")
+    assert {"dispatch", "combine"} <= set(units)
+    assert [b["releases_gil"] for b in units["dispatch"].bindings] == [False, True]

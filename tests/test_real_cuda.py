@@ -42,7 +42,8 @@ def sglang_cpp() -> Path:
                "3.11", "--platform", "manylinux_2_34_x86_64", f"sglang=={SGLANG}", "-d", str(CACHE)]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if done.returncode != 0 or not wheel.exists():
-            _missing(f"could not download the sglang {SGLANG} wheel: " + (done.stderr.strip().splitlines() or ["?"])[-1])
+            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            _missing(f"could not download the sglang {SGLANG} wheel: {last}")
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
             if name.endswith(CPP):

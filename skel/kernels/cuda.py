@@ -296,8 +296,9 @@ class _Body:
         type_node = n.child_by_field_name("type")
         if type_node is None:
             return
-        ctype = _text(type_node, 120)
         words = {_text(c) for c in n.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        # `volatile int* flag` keeps its qualifier: a spin-wait polls memory declared volatile
+        ctype = " ".join([q for q in ("const", "volatile") if q in words] + [_text(type_node, 120)])
         if "extern" in words and "__shared__" in words:
             self.k.names.setdefault("extern __shared__", _line(n))
         for d in n.children_by_field_name("declarator"):
@@ -569,8 +570,7 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
             body = _Body(k)
             body.run(lam.child_by_field_name("body") or lam)
         else:
-            fn = by_qualified.get(key) or next((g for (o, nm), g in by_qualified.items()
-                                                 if nm == b["function"] and (not b["class"] or o == b["class"])), None)
+            fn = _bound_function(b, by_qualified)
             if fn is None or fn.is_global:
                 continue
             k = _copy(fn.facts)
@@ -580,11 +580,38 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
         k.bindings = [{kk: vv for kk, vv in x.items() if kk != "lambda"} | {"self": x is b or (
             x["function"] == b["function"] and x["class"] == b["class"])} for x in binds if x["owner"] == b["owner"]]
         found.append(k)
+    # whether each bound function releases the GIL, by its `.def` guard or in its own body:
+    # a condition compares a binding with the siblings that do
+    released = {u.name for u in found if u.kind == "binding" and _releases_gil(u)}
+    for k in found:
+        for x in k.bindings:
+            x["releases_gil"] = x["function"] in released or any("gil_scoped_release" in g for g in x["guards"])
     for k in found:
         k.module_calls = dict(module_calls)
         k.notes = _notes_above(k, lines) + k.notes
     found.sort(key=lambda x: x.line_start)
     return found
+
+
+def _bound_function(b: dict, functions: dict[tuple[str, str], _Function]) -> _Function | None:
+    """The definition a `.def` binds: by class and name, else the one function of that name
+    (tree-sitter can lose a class around its members when a macro it cannot expand opens
+    the class body, e.g. `EP_STATIC_ASSERT(...);`: the members are still there)."""
+    exact = functions.get((b["class"], b["function"]))
+    if exact is not None:
+        return exact
+    named = [f for (_, name), f in functions.items() if name == b["function"]]
+    return named[0] if len(named) == 1 else None
+
+
+_GIL_RELEASE = re.compile(r"gil_scoped_release|Py_BEGIN_ALLOW_THREADS|PyEval_SaveThread")
+
+
+def _releases_gil(k: KernelFacts) -> bool:
+    """The unit releases the GIL in its own body (not in a helper folded into it)."""
+    own = [n for n, line in k.names.items() if not k.helper_at(line)]
+    return any(_GIL_RELEASE.search(n) for n in own) or any(_GIL_RELEASE.search(c.name) for c in k.calls
+                                                           if not k.helper_at(c.line))
 
 
 def _launches(functions: list[_Function]) -> dict[str, list[Launch]]:
