@@ -61,7 +61,7 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, uses_name
-from skel.skeletons.predicates.cuda_gemm import enclosing_loops, mma_calls, smem_tile_loads_in_loop
+from skel.skeletons.predicates.cuda_gemm import enclosing_loops, is_ptx, mma_calls, smem_tile_loads_in_loop
 
 #: a multicast copy by name: CuTe's atoms (`SM90_TMA_LOAD_MULTICAST_2D`, Blackwell's 2-CTA
 #: `SM100_TMA_2SM_LOAD_2D`) or a helper named for it (`tma_load_multicast`, `copy_multicast`);
@@ -75,7 +75,7 @@ def _multicast_copies(k):
     a helper named for it (`tma_load_multicast`)."""
     lines = []
     for c in k.calls:
-        if c.name.startswith("ptx:"):
+        if is_ptx(c.name):
             if "multicast::cluster" in c.name and c.name.startswith("ptx:cp.async.bulk"):
                 lines.append(c.line)
         elif any(_MULTICAST_COPY.match(p) for p in c.name.lstrip(".").split("::")):

@@ -68,7 +68,8 @@ import re
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
-from skel.skeletons.predicates.cuda_gemm import cp_async_loads, enclosing_loops, mma_calls, mma_in_k_loop, tma_loads
+from skel.skeletons.predicates.cuda_gemm import (cp_async_loads, enclosing_loops, is_ptx, mma_calls, mma_in_k_loop,
+                                                 tma_loads)
 
 _REALLOC = re.compile(r"^warpgroup_reg_(alloc|dealloc)$|^setmaxnreg\w*$")
 _MBAR_METHODS = (".wait", ".arrive", ".arrive_and_expect_tx", ".arrive_and_wait", ".try_wait", ".expect_transaction",
@@ -90,7 +91,7 @@ def _parts(name: str) -> list[str]:
 
 def _reg_realloc(k):
     return [c.line for c in k.calls
-            if c.name.startswith("ptx:setmaxnreg") or (not c.name.startswith("ptx:") and _parts(c.name)
+            if c.name.startswith("ptx:setmaxnreg") or (not is_ptx(c.name) and _parts(c.name)
                                                         and _REALLOC.match(_parts(c.name)[-1]))]
 
 
@@ -101,7 +102,7 @@ def _mbarrier_ops(k):
             lines.append(c.line)
         elif c.name in _MBAR_METHODS and _BARRIER_RECEIVER.search(c.receiver or ""):
             lines.append(c.line)
-        elif not c.name.startswith(("ptx:", ".")) and _parts(c.name) and _MBAR_HELPER.match(_parts(c.name)[-1]):
+        elif not is_ptx(c.name) and not c.name.startswith(".") and _parts(c.name) and _MBAR_HELPER.match(_parts(c.name)[-1]):
             lines.append(c.line)
     if lines:
         return lines

@@ -24,16 +24,22 @@ _UMMA_NAME = re.compile(r"^SM100_MMA_\w+|^UMMA$|^umma$|^umma_(?!arrive)\w+|^tcge
 _MMA_SYNC_ATOM = re.compile(r"^SM(75|80|89)_\d+x\d+x\d+_")
 #: the issue/commit/wait protocol around WGMMA (``warpgroup_arrive`` is `wgmma.fence`) and
 #: around UMMA (``umma_arrive`` is `tcgen05.commit`)
-WGMMA_SYNC = re.compile(r"(?i)^(warpgroup_(arrive|commit_batch|wait|fence_operand)|wgmma_(fence|commit|wait)\w*|"
+_WGMMA_SYNC = re.compile(r"(?i)^(warpgroup_(arrive|commit_batch|wait|fence_operand)|wgmma_(fence|commit|wait)\w*|"
                         r"umma_arrive\w*|tcgen05_(commit|after_thread_sync|before_thread_sync)\w*)$")
 _WGMMA_SYNC_PTX = re.compile(r"^ptx:(wgmma\.(fence|commit_group|wait_group)|tcgen05\.commit)")
+
+
+def is_ptx(name: str) -> bool:
+    """A call that is a PTX instruction of inline asm (`ptx:mbarrier.try_wait...`), not a call
+    into a C++ namespace that happens to be called `ptx` (DeepGEMM's `ptx::warpgroup_arrive`)."""
+    return name.startswith("ptx:") and not name.startswith("ptx::")
 
 
 def _parts(name: str) -> list[str]:
     return [p for p in name.split("::") if p]
 
 
-def mma_kind(name: str) -> str:
+def _mma_kind(name: str) -> str:
     """'wgmma', 'mma.sync' (incl. WMMA), 'umma' (tcgen05), 'cute' (`cute::gemm` on a TiledMMA
     whose atom is not in sight) or '' for a call name."""
     if _WGMMA_PTX.match(name):
@@ -42,7 +48,7 @@ def mma_kind(name: str) -> str:
         return "mma.sync"
     if _UMMA_PTX.match(name):
         return "umma"
-    if name.startswith("ptx:"):
+    if is_ptx(name):
         return ""
     parts = _parts(name.lstrip("."))
     if not parts:
@@ -59,7 +65,12 @@ def mma_kind(name: str) -> str:
     return ""
 
 
-def atom_kinds(k) -> set[str]:
+def _is_atom(name: str) -> bool:
+    return any((_WGMMA_NAME.search(p) and "64x" in p) or p.startswith("SM100_MMA_") or _MMA_SYNC_ATOM.match(p)
+               for p in _parts(name))
+
+
+def _atom_kinds(k) -> set[str]:
     """MMA families whose CuTe/CUTLASS atoms the kernel names (`SM90_64x128x16_F32BF16BF16_SS`,
     `ptx::SM100_MMA_F16BF16_SS`, `SM80_16x8x16_F32BF16BF16F32_TN`)."""
     out = set()
@@ -74,19 +85,19 @@ def atom_kinds(k) -> set[str]:
     return out
 
 
-def call_kind(k, c) -> str:
-    """``mma_kind`` of a call, with `Atom::fma(...)` through an alias (`using mma_t = ...;
+def _call_kind(k, c) -> str:
+    """``_mma_kind`` of a call, with `Atom::fma(...)` through an alias (`using mma_t = ...;
     mma_t::fma(...)`) resolved by the one atom family the kernel names."""
-    kind = mma_kind(c.name)
-    if kind or c.name.startswith("ptx:") or _parts(c.name)[-1:] != ["fma"]:
+    kind = _mma_kind(c.name)
+    if kind or is_ptx(c.name) or _parts(c.name)[-1:] != ["fma"]:
         return kind
-    atoms = atom_kinds(k)
+    atoms = _atom_kinds(k)
     return atoms.pop() if len(atoms) == 1 else ""
 
 
 def mma_calls(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list:
     """The kernel's tensor-core MMA calls of the given families."""
-    return [c for c in k.calls if call_kind(k, c) in kinds]
+    return [c for c in k.calls if _call_kind(k, c) in kinds]
 
 
 def wgmma_names(k) -> list[int]:
@@ -100,8 +111,8 @@ def wgmma_protocol(k) -> list[int]:
     """Lines of the WGMMA issue protocol: fence / commit_group / wait_group, as PTX or
     through ``warpgroup_arrive``/``warpgroup_commit_batch``/``warpgroup_wait``."""
     return [c.line for c in k.calls
-            if _WGMMA_SYNC_PTX.match(c.name) or (not c.name.startswith("ptx:")
-                                                   and WGMMA_SYNC.match(_parts(c.name)[-1] if _parts(c.name) else ""))]
+            if _WGMMA_SYNC_PTX.match(c.name) or (not is_ptx(c.name)
+                                                   and _WGMMA_SYNC.match(_parts(c.name)[-1] if _parts(c.name) else ""))]
 
 
 # --- loops ------------------------------------------------------------------------------
@@ -111,7 +122,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
 _CPP_WORDS = {"sizeof", "static_cast", "int", "uint32_t", "unsigned", "size_t", "true", "false", "auto", "const"}
 
 
-def constant_trip(k, lp) -> bool:
+def _constant_trip(k, lp) -> bool:
     """The loop's bound is a compile-time constant: literals, template parameters,
     `kNumStages`/`BLOCK_K`-style constants and qualified members (``WGMMA::K``)."""
     if lp.kind not in ("for",) or len(lp.args) < 2:
@@ -167,7 +178,7 @@ def k_loops(k, line: int) -> list:
     out = []
     for lp in enclosing_loops(k, line):
         unrolled = lp.kwargs.get("pragma", "").strip() == "unroll"
-        if lp.kind in ("while", "do") or not constant_trip(k, lp) or not unrolled:
+        if lp.kind in ("while", "do") or not _constant_trip(k, lp) or not unrolled:
             out.append(lp)
     return out
 
@@ -179,7 +190,9 @@ def mma_in_k_loop(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> 
 
 # --- shared-memory tile loads -----------------------------------------------------------
 
-_TMA_PTX = re.compile(r"^ptx:cp\.async\.bulk\.(tensor|shared)")
+#: a bulk copy *into* shared memory (`cp.async.bulk.tensor.2d.shared::cluster.global...`,
+#: `cp.async.bulk.shared::cluster.global...`), not a TMA store (`...tensor.2d.global.shared::cta`)
+_TMA_PTX = re.compile(r"^ptx:cp\.async\.bulk\.(tensor\.\d+d\.)?shared")
 _TMA_NAME = re.compile(r"(?i)^SM\d+_TMA_(2SM_)?LOAD\w*$|^tma_load\w*$|^tma_copy\w*$|^cp_async_bulk_tensor\w*$")
 _CP_ASYNC_PTX = re.compile(r"^ptx:cp\.async\.(ca|cg)\b")
 _CP_ASYNC_NAME = re.compile(r"(?i)^(__pipeline_memcpy_async|memcpy_async|cp_async(?!_(commit|wait|fence))\w*|"
@@ -219,7 +232,7 @@ def shared_arrays(k) -> set[str]:
     return set(_SHARED_DECL.findall(k.source or ""))
 
 
-def plain_smem_stores(k) -> list[int]:
+def _plain_smem_stores(k) -> list[int]:
     """Lines of ordinary stores into shared memory (`As[ty][tx] = A[...]`, `smem_a[i] = ...`)
     inside a loop: a tile staged by the threads themselves."""
     arrays = shared_arrays(k)
@@ -240,7 +253,7 @@ def plain_smem_stores(k) -> list[int]:
 def smem_tile_loads_in_loop(k) -> list[int]:
     """Lines of tile loads into shared memory inside a loop: TMA, cp.async or plain stores."""
     lines = [ln for ln in tma_loads(k) + cp_async_loads(k) if enclosing_loops(k, ln)]
-    return lines + plain_smem_stores(k)
+    return lines + _plain_smem_stores(k)
 
 
 # --- FP8 operands -----------------------------------------------------------------------
@@ -257,6 +270,6 @@ def fp8_operands(k) -> list[int]:
     `wgmma_e4m3_m64n16k32`), or an MMA atom/selector named for FP8 (`F32E4M3E4M3`,
     `FP8MMASelector`). FP8 types alone (a `sizeof(__nv_fp8_e4m3)` in a BF16 kernel's
     padding arithmetic, a quantisation kernel) are not enough."""
-    lines = [c.line for c in k.calls if mma_kind(c.name) and _FP8.search(c.name) and not _BLOCK_SCALED.search(c.name)]
-    lines += [line for n, line in k.names.items() if _FP8.search(n) and _MMA_WORD.search(n)]
+    lines = [c.line for c in k.calls if _mma_kind(c.name) and _FP8.search(c.name) and not _BLOCK_SCALED.search(c.name)]
+    lines += [line for n, line in k.names.items() if _FP8.search(n) and (_MMA_WORD.search(n) or _is_atom(n))]
     return lines
