@@ -1275,6 +1275,10 @@ def test_cuda_gemm_wgmma_atoms_protocol_and_fp8_operands():
     assert cuda_gemm.wgmma_names(k) and cuda_gemm.wgmma_protocol(k)
     assert len(cuda_gemm.wgmma_protocol(k)) == 3  # arrive, commit_batch, wait (in DeepGEMM's `ptx::` namespace)
     assert not cuda_gemm.is_ptx("ptx::warpgroup_arrive") and cuda_gemm.is_ptx("ptx:wgmma.fence.sync.aligned")
+    # the protocol is not an MMA itself, whatever its helpers are called
+    protocol = _cuda(CUDA_MAINLOOP.replace("hmma(c,", "wgmma_fence(); hmma(c,"))["mainloop"]
+    assert "wgmma_fence" in {c.name for c in protocol.calls}
+    assert "wgmma_fence" not in {c.name for c in cuda_gemm.mma_calls(protocol)}
     assert cuda_gemm.fp8_operands(k)  # the F32E4M3E4M3 atom
     # an FP8 type in a size computation is not an FP8 MMA; nor is NVFP4's ue4m3 scale type
     assert not cuda_gemm.fp8_operands(ks["bf16_padding_only"])

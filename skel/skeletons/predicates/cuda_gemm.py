@@ -56,6 +56,8 @@ def _mma_kind(name: str) -> str:
     last = parts[-1]
     if parts == ["cute", "gemm"]:
         return "cute"
+    if _WGMMA_SYNC.match(last):
+        return ""  # the fence / commit / wait around the MMAs, not an MMA
     if any(_WGMMA_NAME.search(p) for p in parts) and last not in ("arrive", "wait"):
         return "wgmma"
     if any(_UMMA_NAME.search(p) for p in parts):
