@@ -77,14 +77,16 @@ _MBAR_METHODS = (".wait", ".arrive", ".arrive_and_expect_tx", ".arrive_and_wait"
 _BARRIER_RECEIVER = re.compile(r"(?i)bar")
 _MBAR_HELPER = re.compile(r"(?i)^(mbarrier|mbar)_\w+$")
 _MBAR_TYPES = re.compile(r"(?:^|::)(ClusterTransactionBarrier|ClusterBarrier|barrier|pipeline)$")
-#: an `if` choosing a role: a warp or warpgroup index, a thread index against a named
-#: thread count (`threadIdx.x >= kNumMathThreads`), or producer/consumer by name
-_ROLE_TEST = re.compile(
-    r"(?i)\b(warp_?group_?(idx|id|index|role)\w*|wg_?(idx|id)|warp_?(idx|id|index|role)|\w*producer\w*|\w*consumer\w*)\b|"
-    r"threadIdx\.x\s*/\s*(32|128)\b|"
-    r"threadIdx\.x\s*(>=|<|>|<=|==)\s*\(?\s*(k?Num\w*Threads\w*|NUM_\w*THREADS\w*|\w+_threads)\b")
-
-
+#: a role by name (`warp_role == WarpRole::kProducer`, `is_consumer`): a role split whatever
+#: it is compared with
+_ROLE_WORD = re.compile(r"(?i)\b\w*(producer|consumer|_role|role_)\w*\b")
+#: the index a role split tests: a warp or warpgroup index, or the thread index (against a
+#: thread count, or divided into warps / warpgroups)
+_WARP_INDEX = re.compile(r"(?i)\b(warp_?group_?(idx|id|index)\w*|wg_?(idx|id)|warp_?(idx|id|index))\b|threadIdx\.x")
+_CLAUSE = re.compile(r"\s*(?:&&|\|\||\band\b|\bor\b)\s*")
+_COMPARISON = re.compile(r"^(.*?)(==|!=|>=|<=|<|>)(.*)$")
+_IDENT = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
+_CONST_NAME = re.compile(r"^(k[A-Z]\w*|[A-Z][A-Z0-9_]*)$")
 def _parts(name: str) -> list[str]:
     return [p for p in name.lstrip(".").split("::") if p]
 
@@ -110,8 +112,44 @@ def _mbarrier_ops(k):
     return [line for n, line in k.names.items() if _MBAR_TYPES.search(n) and "::" in n] or None
 
 
+def _constant_side(k, text: str) -> bool:
+    """Literals, template parameters, `kNumMathThreads` / `NUM_WARPS`-style constants, enum
+    values (`Role::kTMA`), `constexpr` locals: a fixed role boundary. A runtime value
+    (`warp_id < num_channels`) makes the test a bound on data-parallel warps instead."""
+    constexprs = {p.name for p in k.params if p.constexpr}
+    runtime = {p.name for p in k.params if not p.constexpr}
+    types = getattr(k, "var_types", None) or {}
+    for ident in _IDENT.findall(text):
+        if ident in runtime:
+            return False
+        if ("::" in ident or ident in constexprs or _CONST_NAME.match(ident)
+                or "constexpr" in types.get(ident, "")):
+            continue
+        return False
+    return True
+
+
+def _role_test(k, test: str) -> bool:
+    for clause in _CLAUSE.split(test.strip("() ")):
+        if _ROLE_WORD.search(clause):
+            return True
+        m = _COMPARISON.match(clause.strip("() "))
+        if not m:
+            continue
+        left, op, right = m.group(1), m.group(2), m.group(3)
+        if op == "==" and "threadIdx" in left + right:
+            continue  # one elected thread (`threadIdx.x == 0`) issues and then computes like the rest
+        for index_side, other in ((left, right), (right, left)):
+            if _WARP_INDEX.search(index_side) and not _WARP_INDEX.search(other) and _constant_side(k, other):
+                return True
+    return False
+
+
 def _role_split(k):
-    return [i["line"] for i in k.ifs if _ROLE_TEST.search(i.get("test", ""))]
+    """`if` tests that choose a role: a warp / warpgroup / thread index compared with a fixed
+    boundary (`warp_idx >= kNumMathThreads / 32`, `warpgroup_idx == 1`), or a role by name.
+    `threadIdx.x == 0` (one thread issues, then computes like the others) is not one."""
+    return [i["line"] for i in k.ifs if _role_test(k, i.get("test", ""))]
 
 
 def _async_tile_loads_in_loop(k):
