@@ -45,10 +45,11 @@ so the tensor cores stay busy: DeepGEMM reaches >1.5 PFLOPS FP8 this way.
 - the kernel is not an MMA kernel at all (FP8 quantisation, casts, elementwise).
 
 ## References
-- DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` (`sm90_fp8_gemm_1d2d_impl`: "Accumulation for WGMMA or CUDA promotion", `final_accum += scale * accum` after `warpgroup_wait<0>()`)
-- DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh` (`sm90_fp8_gemm_1d1d_impl`: the same promotion with 1D scales on both operands)
-- DeepGEMM initial commit a6d97a1, `deep_gemm/include/deep_gemm/fp8_gemm.cuh` (`fp8_gemm_kernel`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` (`sm90_fp8_gemm_1d2d_impl`: "Accumulation for WGMMA or CUDA promotion", `final_accum += scale * accum` after `warpgroup_wait<0>()`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh` (`sm90_fp8_gemm_1d1d_impl`: the same promotion with 1D scales on both operands)
+- DeepGEMM initial commit a6d97a1, `deep_gemm/include/deep_gemm/fp8_gemm.cuh` (`fp8_gemm_kernel`: `final_accum[i] += scale * accum[i]` after `warpgroup_wait<0>()`)
 - DeepSeek-V3 Technical Report (arXiv:2412.19437), §3.3.2 "Increasing Accumulation Precision"
+- CUTLASS `include/cutlass/gemm/collective/fp8_accumulation.hpp` (`GmmaFP8Accumulation::promote_if_needed` / `scale_if_needed`: the same promotion every `mma_promotion_interval` MMAs in the sm90 FP8 collectives)
 - PTX ISA, "Warpgroup Level Matrix Multiply-Accumulate Instructions: wgmma.mma_async" (`.e4m3`/`.e5m2` operands, `scale-d`)
 """
 
@@ -169,6 +170,18 @@ def _promotions(k):
     return lines or None
 
 
+_CUTLASS_PROMOTION = (".promote_if_needed", ".scale_if_needed", ".promote_residue_if_needed",
+                      ".scale_residue_if_needed")
+
+
+def _cutlass_promotion(k):
+    """CUTLASS's FP8 promotion object: `GmmaFP8Accumulation` and its `promote_if_needed()` /
+    `scale_if_needed(...)` calls."""
+    lines = [c.line for c in k.calls if c.name in _CUTLASS_PROMOTION]
+    lines += [line for n, line in k.names.items() if n.split("::")[-1] == "GmmaFP8Accumulation"]
+    return lines or None
+
+
 def _fp8_mma(k):
     if not mma_calls(k, _KINDS):
         return None
@@ -184,6 +197,9 @@ def _mma_in_k_loop(k):
 PROMOTION = custom("fp32-promotion",
                    "the MMA accumulator added into a second FP32 register accumulator each K block "
                    "(`final_accum[i] += scale * accum[i]`)", _promotions)
+CUTLASS_PROMOTION = custom("cutlass-fp8-promotion",
+                           "CUTLASS's FP8 promotion (`GmmaFP8Accumulation`, `promote_if_needed()`)",
+                           _cutlass_promotion)
 FP8_MMA = custom("fp8-mma", "a tensor-core MMA on FP8 operands (`e4m3`/`e5m2`, `__nv_fp8_e4m3`)", _fp8_mma)
 MMA_IN_K_LOOP = custom("mma-accumulates-over-k-loop",
                        "a tensor-core MMA accumulating into one accumulator across a K loop", _mma_in_k_loop)
@@ -195,7 +211,7 @@ SKELETON = Skeleton(
     category=Category.ARITHMETIC,
     doc=__doc__,
     ruled_out_by=(r"\bpromot\w*", r"two[\s_-]*level[\s_-]*accum\w*", r"final[\s_-]*accum\w*"),
-    present=FP8_MMA & PROMOTION,
+    present=(FP8_MMA & PROMOTION) | CUTLASS_PROMOTION,
     preconditions=[FP8_MMA, MMA_IN_K_LOOP],
     env=Env(backends=("cuda",), min_cc=90),
     helps=("compute",),

@@ -48,9 +48,9 @@ pairs up.
 - pre-Hopper GPUs and AMD GPUs.
 
 ## References
-- DeepGEMM `deep_gemm/include/deep_gemm/common/tma_copy.cuh` (`tma::copy`: `cute::SM90_TMA_LOAD_MULTICAST_2D::copy` with mask `(1 << num_tma_multicast) - 1`, issued by `block_rank_in_cluster() == 0`)
-- DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` (`sm90_fp8_gemm_1d2d_impl`: `kNumTMAMulticast`, `kIsTMAMulticastOnA`, empty barriers arrived on every peer CTA)
-- DeepGEMM `deep_gemm/include/deep_gemm/scheduler/gemm.cuh` (`Scheduler::is_tma_multicast_valid`) and `csrc/jit/handle.hpp` (`cudaLaunchAttributeClusterDimension`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/common/tma_copy.cuh` (`tma::copy`: `cute::SM90_TMA_LOAD_MULTICAST_2D::copy` with mask `(1 << num_tma_multicast) - 1`, issued by `block_rank_in_cluster() == 0`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` (`sm90_fp8_gemm_1d2d_impl`: `kNumTMAMulticast`, `kIsTMAMulticastOnA`, empty barriers arrived on every peer CTA)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/scheduler/gemm.cuh` (`Scheduler::is_tma_multicast_valid`) and `csrc/jit/handle.hpp` (`cudaLaunchAttributeClusterDimension`)
 - CUTLASS `include/cute/arch/copy_sm90_tma.hpp` (`SM90_TMA_LOAD_MULTICAST_2D`: the `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster` instruction)
 - PTX ISA, "Data Movement and Conversion Instructions: cp.async.bulk.tensor" (`.multicast::cluster`, `ctaMask`) and CUDA C++ Programming Guide, "Thread Block Clusters" (`__cluster_dims__`)
 """

@@ -55,8 +55,8 @@ consumers' accumulator tiles: add `warpgroup_reg_dealloc`/`warpgroup_reg_alloc`.
 - pre-Hopper GPUs (no `setmaxnreg`, no TMA transaction barriers) and AMD GPUs.
 
 ## References
-- DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` (`sm90_fp8_gemm_1d2d_impl`: `warpgroup_reg_dealloc<kNumTMARegisters>` for the TMA warpgroup, `warpgroup_reg_alloc<kNumMathRegisters>` for the math warpgroups, `full_barriers`/`empty_barriers` of `ClusterTransactionBarrier`)
-- DeepGEMM `deep_gemm/include/deep_gemm/ptx/tma.cuh` (`mbarrier_arrive_and_set_tx`, `mbarrier_wait_and_flip_phase`: the raw `mbarrier.*` PTX)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` (`sm90_fp8_gemm_1d2d_impl`: `warpgroup_reg_dealloc<kNumTMARegisters>` for the TMA warpgroup, `warpgroup_reg_alloc<kNumMathRegisters>` for the math warpgroups, `full_barriers`/`empty_barriers` of `ClusterTransactionBarrier`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/ptx/tma.cuh` (`mbarrier_arrive_and_set_tx`, `mbarrier_wait_and_flip_phase`: the raw `mbarrier.*` PTX)
 - CUTLASS `include/cutlass/arch/reg_reconfig.h` (`warpgroup_reg_alloc`/`warpgroup_reg_dealloc` = `setmaxnreg.inc/dec.sync.aligned.u32`) and `include/cutlass/arch/barrier.h` (`ClusterTransactionBarrier`)
 - CUTLASS `include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp` (the producer/consumer mainloop)
 - PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and "Miscellaneous Instructions: setmaxnreg"

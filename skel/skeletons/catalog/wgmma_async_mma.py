@@ -46,9 +46,9 @@ collectives, FlashAttention-3 and DeepGEMM are written on it.
   a bigger rewrite — the descriptors only describe those layouts.
 
 ## References
-- DeepGEMM `deep_gemm/include/deep_gemm/ptx/wgmma.cuh` (`warpgroup_arrive`, `warpgroup_commit_batch`, `warpgroup_wait<N>`: the fence/commit/wait PTX)
-- DeepGEMM `deep_gemm/include/deep_gemm/mma/sm90.cuh` (`FP8MMASelector`, `BF16MMASelector`: `cute::SM90::GMMA::MMA_64xNx32_F32E4M3E4M3_SS_TN` atoms, `make_smem_desc`)
-- DeepGEMM `deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm.cuh` (`sm90_bf16_gemm_impl`: the issue loop over `BLOCK_K / WGMMA::K`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/ptx/wgmma.cuh` (`warpgroup_arrive`, `warpgroup_commit_batch`, `warpgroup_wait<N>`: the fence/commit/wait PTX)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/mma/sm90.cuh` (`FP8MMASelector`, `BF16MMASelector`: `cute::SM90::GMMA::MMA_64xNx32_F32E4M3E4M3_SS_TN` atoms, `make_smem_desc`)
+- DeepGEMM (commit 54e2261) `deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm.cuh` (`sm90_bf16_gemm_impl`: the issue loop over `BLOCK_K / WGMMA::K`)
 - CUTLASS `include/cute/arch/mma_sm90_gmma.hpp` (`SM90_64x128x16_F32BF16BF16_SS`: the `wgmma.mma_async` instructions) and `include/cute/arch/mma_sm90_desc.hpp` (`GmmaDescriptor`)
 - PTX ISA, "Warpgroup Level Matrix Multiply-Accumulate Instructions" (`wgmma.mma_async`, `wgmma.fence`, `wgmma.commit_group`, `wgmma.wait_group`, matrix descriptors)
 """
