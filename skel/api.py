@@ -189,7 +189,7 @@ def list_skeletons(category: str | None = None, *, store: str | None = None,
     for s in all_skeletons():
         if category and category.lower() not in s.category.value:
             continue
-        report = status_of(runs.get(s.id, []), target)
+        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
         out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
                                    status=report.status.value, verified=report.line))
     return out
@@ -205,7 +205,8 @@ def show(skeleton_id: str, *, store: str | None = None,
 
     s = get(skeleton_id)
     kb = open_store(store, create=False)
-    report = status_of(_runs(kb).get(s.id, []), target or parse_target(None, None, None))
+    report = status_of(_runs(kb).get(s.id, []), target or parse_target(None, None, None),
+                       triton_bound="triton" in s.languages)
     if kb is None:
         return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report)
     technique = kb.stats().of(s.id)

@@ -89,6 +89,8 @@ def test_kernel_facts_signature_qualifiers_and_template():
     assert {"__restrict__", "__shared__", "extern __shared__", "float4"} <= set(k.names)
     assert "threadIdx.x" in k.attributes and "blockDim.x" in k.attributes
     assert k.var_types["v"] == "float4" and k.var_dtypes["s"] == "fp32"
+    b = _one("__global__ void k(int* y) { volatile int* f = y; }")["k"]
+    assert b.var_types["f"] == "volatile int*"
 
 
 def test_calls_loops_asm_and_folded_device_helper():
@@ -176,3 +178,11 @@ def test_a_binding_is_found_when_a_macro_hides_its_class():
     units = _one(src, "ext.cpp")
     assert {"dispatch", "combine"} <= set(units)
     assert [b["releases_gil"] for b in units["dispatch"].bindings] == [False, True]
+
+
+def test_cluster_dims_and_align_qualifiers_parse():
+    src = ("__global__ void __launch_bounds__(128, 1) __cluster_dims__(2, 1, 1)\n"
+           "gemm(float* y) {\n  __shared__ __align__(128) float tile[64];\n  y[threadIdx.x] = tile[0];\n}\n")
+    k = _one(src)["gemm"]
+    assert k.decorator("__cluster_dims__").list_items == ["2", "1", "1"]
+    assert k.decorator("__launch_bounds__").list_items == ["128", "1"] and "__shared__" in k.names

@@ -37,7 +37,29 @@ def _harness(sk):
     return Harness.from_module(import_file(example_path(sk.id), module_name(sk.id)))
 
 
-@pytest.mark.parametrize("sk", [s for s in SKELETONS if example_path(s.id).is_file()], ids=lambda s: s.id)
+def _template_only(sk) -> bool:
+    """A CUDA example that holds only its two sides (`before_cuda`/`after_cuda` strings) and no
+    harness: shown as the template, never run (its docstring says why)."""
+    text = example_path(sk.id).read_text(encoding="utf-8")
+    return "before_cuda = " in text and "\nSHAPES" not in text
+
+
+TEMPLATE_ONLY = [s for s in SKELETONS if example_path(s.id).is_file() and _template_only(s)]
+
+
+@pytest.mark.parametrize("sk", TEMPLATE_ONLY, ids=lambda s: s.id)
+def test_a_template_only_example_is_cuda_and_says_why_it_does_not_run(sk):
+    import ast
+    import re
+
+    assert "cuda" in sk.languages, f"{sk.id}: a Triton skeleton needs a runnable pair"
+    doc = ast.get_docstring(ast.parse(example_path(sk.id).read_text(encoding="utf-8"))) or ""
+    assert re.search(r"no (gpu )?harness|not runnable|template only", doc, re.I), \
+        f"{sk.id}: a template-only example's docstring must say why it has no harness"
+
+
+@pytest.mark.parametrize("sk", [s for s in SKELETONS if example_path(s.id).is_file() and s not in TEMPLATE_ONLY],
+                         ids=lambda s: s.id)
 def test_example_pair_is_correct_on_the_cpu(sk):
     from skel.verifier.correctness import run_and_check
 

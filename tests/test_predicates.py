@@ -1161,6 +1161,131 @@ def test_inverse_skeletons_never_both_apply():
     assert checked > 100
 
 
+# --- CUDA GEMM mainloops (skel.skeletons.predicates.cuda_gemm) ---------------------------
+
+CUDA_MAINLOOP = r'''
+__device__ __forceinline__ void hmma(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int BK, int kStages>
+__global__ void __launch_bounds__(128) mainloop(const uint4* a, const CUtensorMap* map, float* out, int k_tiles) {
+    __shared__ __align__(128) uint32_t tiles[kStages][1024];
+    __shared__ uint64_t bar;
+    float c[4] = {0.f};
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(0), "l"(a + kt));
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %3}], [%4];"
+                     :: "r"(0), "l"(map), "r"(kt), "r"(0), "r"(0));
+        cute::SM90_TMA_LOAD_2D::copy(map, &bar, 0ull, tiles[kt % kStages], kt, 0);
+        tiles[kt % kStages][threadIdx.x] = 0;
+        #pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+            hmma(c, tiles[kt % kStages], tiles[kt % kStages] + 4);
+    }
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"(map), "r"(0), "r"(0), "r"(0));
+    out[threadIdx.x] = c[0];
+}
+'''
+
+CUDA_WGMMA = r'''
+template <uint32_t BLOCK_N>
+__global__ void __launch_bounds__(256, 1) fp8_wgmma(uint32_t num_k_blocks, __nv_fp8_e4m3* smem_a) {
+    using WGMMA = cute::SM90_64x128x32_F32E4M3E4M3_SS_TN;
+    float accum[64];
+    for (uint32_t kb = 0; kb < num_k_blocks; ++kb) {
+        ptx::warpgroup_arrive();
+        WGMMA::fma(make_smem_desc(smem_a), make_smem_desc(smem_a), accum, kb > 0);
+        ptx::warpgroup_commit_batch();
+        ptx::warpgroup_wait<0>();
+    }
+}
+
+__global__ void __launch_bounds__(128) bf16_padding_only(float* out) {
+    out[threadIdx.x] = sizeof(__nv_fp8_e4m3);
+}
+
+__global__ void __launch_bounds__(128) nvfp4_block_scaled(float* d, uint32_t a, uint32_t b, uint32_t s, int n) {
+    for (int i = 0; i < n; ++i)
+        asm volatile("mma.sync.aligned.kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col"
+                     ".f32.e2m1.e2m1.f32.ue4m3 "
+                     "{%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, {%0,%1,%2,%3}, {%6}, {0,0}, {%6}, {0,0};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a), "r"(b), "r"(s));
+}
+'''
+
+
+def _cuda(src: str) -> dict:
+    from skel.kernels.extract import extract
+
+    return {k.name: k for k in extract(textwrap.dedent(src), "mainloop.cu")}
+
+
+def test_cuda_gemm_mma_in_a_helper_runs_in_the_kernels_k_loop():
+    from skel.skeletons.predicates import cuda_gemm
+
+    k = _cuda(CUDA_MAINLOOP)["mainloop"]
+    lines = k.source.splitlines()
+    at = {text.strip().split("(")[0]: k.line_start + i for i, text in enumerate(lines)}
+    outer = next(lp for lp in k.loops if lp.args[1].strip() == "kt < k_tiles")
+    inner = next(lp for lp in k.loops if "BK / 16" in lp.args[1])
+    # the call of the helper `hmma` (named for it) and the PTX folded in from it, at the helper's line
+    call, mma = sorted(cuda_gemm.mma_calls(k), key=lambda c: c.name.startswith("ptx:"))
+    assert call.name == "hmma" and call.line == at["hmma"]
+    assert mma.name.startswith("ptx:mma.sync") and k.helper_at(mma.line) == "hmma"
+    assert cuda_gemm.call_sites(k, mma.line) == [at["hmma"]]  # where the kernel calls the helper
+    assert cuda_gemm.call_sites(k, call.line) == [call.line]
+    assert cuda_gemm.enclosing_loops(k, mma.line) == [outer, inner]
+    # the unrolled constant-trip inner loop walks one K block; the runtime loop walks K
+    assert cuda_gemm.k_loops(k, mma.line) == [outer]
+    assert sorted(cuda_gemm.mma_in_k_loop(k)) == sorted([call.line, mma.line])
+    assert cuda_gemm.mma_in_k_loop(k, ("wgmma",)) == []
+
+
+def test_cuda_gemm_tile_loads_into_shared_memory():
+    from skel.skeletons.predicates import cuda_gemm
+
+    k = _cuda(CUDA_MAINLOOP)["mainloop"]
+    src = k.source.splitlines()
+    line_of = {key: k.line_start + i for i, text in enumerate(src)
+               for key in ("cp.async.cg", "tensor.2d.shared", "SM90_TMA_LOAD_2D", "tiles[kt % kStages][threadIdx",
+                           "tensor.2d.global") if key in text}
+    assert cuda_gemm.cp_async_loads(k) == [line_of["cp.async.cg"]]
+    # TMA loads by PTX and by CuTe atom; the TMA *store* after the loop is not a load
+    assert cuda_gemm.tma_loads(k) == [line_of["tensor.2d.shared"], line_of["SM90_TMA_LOAD_2D"]]
+    assert line_of["tensor.2d.global"] not in cuda_gemm.tma_loads(k)
+    assert cuda_gemm.shared_arrays(k) == {"tiles"}
+    assert sorted(cuda_gemm.smem_tile_loads_in_loop(k)) == sorted(
+        [line_of["cp.async.cg"], line_of["tensor.2d.shared"], line_of["SM90_TMA_LOAD_2D"],
+         line_of["tiles[kt % kStages][threadIdx"]])
+
+
+def test_cuda_gemm_wgmma_atoms_protocol_and_fp8_operands():
+    from skel.skeletons.predicates import cuda_gemm
+
+    ks = _cuda(CUDA_WGMMA)
+    k = ks["fp8_wgmma"]
+    # `WGMMA::fma` through a `using` alias: the one atom family the kernel names decides
+    assert [c.name for c in cuda_gemm.mma_calls(k)] == ["WGMMA::fma"]
+    assert cuda_gemm.wgmma_names(k) and cuda_gemm.wgmma_protocol(k)
+    assert len(cuda_gemm.wgmma_protocol(k)) == 3  # arrive, commit_batch, wait (in DeepGEMM's `ptx::` namespace)
+    assert not cuda_gemm.is_ptx("ptx::warpgroup_arrive") and cuda_gemm.is_ptx("ptx:wgmma.fence.sync.aligned")
+    # the protocol is not an MMA itself, whatever its helpers are called
+    protocol = _cuda(CUDA_MAINLOOP.replace("hmma(c,", "wgmma_fence(); hmma(c,"))["mainloop"]
+    assert "wgmma_fence" in {c.name for c in protocol.calls}
+    assert "wgmma_fence" not in {c.name for c in cuda_gemm.mma_calls(protocol)}
+    assert cuda_gemm.fp8_operands(k)  # the F32E4M3E4M3 atom
+    # an FP8 type in a size computation is not an FP8 MMA; nor is NVFP4's ue4m3 scale type
+    assert not cuda_gemm.fp8_operands(ks["bf16_padding_only"])
+    assert cuda_gemm.mma_calls(ks["nvfp4_block_scaled"]) and not cuda_gemm.fp8_operands(ks["nvfp4_block_scaled"])
+    assert not cuda_gemm.wgmma_names(ks["nvfp4_block_scaled"])
+
+
 # --- CUDA C++ units (skel.kernels.cuda facts plus the unit's blanked source) -----------------
 
 CUDA_ROW = '''

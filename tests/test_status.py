@@ -59,6 +59,13 @@ def test_another_triton_makes_it_stale_but_keeps_the_basis():
     assert 0 < evidence_score(r) < evidence_score(status_of([run(speedup=1.5)], H200))
 
 
+def test_a_cuda_technique_does_not_go_stale_with_triton():
+    """nvcc builds a CUDA C++ pair: the user's Triton version says nothing about it."""
+    r = status_of([run(subject="example", speedup=2.4)], Target(backend="cuda", cc=90, triton="3.7.1"),
+                  triton_bound=False)
+    assert r.status is Status.DEMONSTRATED and "(target" not in r.line and not r.warnings
+
+
 def test_slower_shapes_become_warnings():
     rec = run(per_shape=[ShapeResult("M=4096,N=32768", "float32", 0.8, 0.01),
                          ShapeResult("M=4096,N=128", "float32", 1.9, 0.01)], speedup=1.23)

@@ -124,6 +124,22 @@ def ptx_mnemonics(asm: str) -> list[str]:
     return out
 
 
+#: qualifiers with arguments tree-sitter's grammars do not know: `__cluster_dims__(2, 1, 1)`
+#: is blanked before parsing (and given back as a decorator), `__align__(16)` is `alignas(16)`
+_CLUSTER_DIMS = re.compile(r"__cluster_dims__\s*\(([^()]*)\)")
+_ALIGN = re.compile(r"\b__align__\s*\(")
+
+
+def _blank_cluster_dims(source: str) -> tuple[str, list[tuple[int, list[str]]]]:
+    """The source with every `__cluster_dims__(...)` blanked (lines and columns kept), and
+    (line, its arguments) of each."""
+    found = [(source.count("\n", 0, m.start()) + 1, [a.strip() for a in m.group(1).split(",") if a.strip()])
+             for m in _CLUSTER_DIMS.finditer(source)]
+    if not found:
+        return source, []
+    return _CLUSTER_DIMS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), source), found
+
+
 def expand_qualifier_macros(source: str) -> str:
     """``CUTLASS_GLOBAL void k(...)`` -> ``__global__ void k(...)``: macros that stand for
     function qualifiers (CUTLASS's, and the file's own ``#define X __device__ ...``) replaced
@@ -131,6 +147,8 @@ def expand_qualifier_macros(source: str) -> str:
     number stays the source's."""
     macros = dict(_KNOWN_MACROS)
     macros.update((name, " ".join(body.split())) for name, body in _QUALIFIER_DEFINE.findall(source))
+    if "__align__" in source:
+        source = _ALIGN.sub("alignas(", source)
     used = [m for m in macros if m in source]
     if not used:
         return source
@@ -296,8 +314,9 @@ class _Body:
         type_node = n.child_by_field_name("type")
         if type_node is None:
             return
-        ctype = _text(type_node, 120)
         words = {_text(c) for c in n.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        # `volatile int* flag` keeps its qualifier: a spin-wait polls memory declared volatile
+        ctype = " ".join([q for q in ("const", "volatile") if q in words] + [_text(type_node, 120)])
         if "extern" in words and "__shared__" in words:
             self.k.names.setdefault("extern __shared__", _line(n))
         for d in n.children_by_field_name("declarator"):
@@ -382,14 +401,6 @@ class _Function:
             elif c.type == "launch_bounds":
                 items = [_text(x) for x in c.named_children]
                 k.decorators.append(Decorator(name="__launch_bounds__", line=_line(c), list_items=items))
-            elif c.type in ("attribute_specifier", "attribute_declaration") and "__cluster_dims__" in _text(c):
-                items = re.findall(r"[^(),\s]+", _text(c).split("(", 1)[-1])
-                k.decorators.append(Decorator(name="__cluster_dims__", line=_line(c), list_items=items))
-        if "__cluster_dims__" in _text(node, 400).split("{", 1)[0] and not k.decorator("__cluster_dims__"):
-            sig = _text(node, 400).split("{", 1)[0]
-            m = re.search(r"__cluster_dims__\s*\(([^)]*)\)", sig)
-            k.decorators.append(Decorator(name="__cluster_dims__", line=_line(node),
-                                          list_items=[x.strip() for x in (m.group(1) if m else "").split(",")]))
         if self.top is not node:
             plist = self.top.child_by_field_name("parameters")
             items = [_text(p) for p in plist.named_children] if plist is not None else []
@@ -516,7 +527,7 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
     if not KERNEL_HINT.search(source):
         return []
     lines = source.splitlines()  # the source as written: what units show and notes quote
-    expanded = expand_qualifier_macros(source)
+    expanded, cluster_dims = _blank_cluster_dims(expand_qualifier_macros(source))
     data = expanded.encode("utf-8", "surrogatepass")
     cuda = path.endswith((".cu", ".cuh")) or bool(_CUDA_SYNTAX.search(expanded))
     try:
@@ -540,6 +551,10 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
     binds.sort(key=lambda b: b["line"])  # a `.def(...).def(...)` chain is walked outermost (last) first
     for f in functions:
         f.body.run(f.node.child_by_field_name("body") or f.node)
+        body = f.node.child_by_field_name("body")
+        for line, items in cluster_dims:  # a `__cluster_dims__` in the function's signature
+            if f.facts.line_start <= line <= (_line(body) if body is not None else f.facts.line_end):
+                f.facts.decorators.append(Decorator(name="__cluster_dims__", line=line, list_items=items))
     own = {f.name: f.facts for f in functions}
     launches = _launches(functions)
 

@@ -250,7 +250,11 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     total = kb.count() if kb is not None else 0
     lexical, lexical_top = lexical_scores(kf.source, kb if total else None, exclude)
     structural = [a for a in assessments if a.kind is not None]
-    related = sorted((a for a in assessments if a.kind is None and a.env_ok and a.present is None
+    # words relate a Triton kernel to a technique (the lexical corpus is the catalog's Triton
+    # docs and mined kernels); a C++ unit against a dozen CUDA skeletons always finds a
+    # "best" word match, so its answers are structural only
+    related = sorted((a for a in assessments if kf.language == "triton" and a.kind is None and a.env_ok
+                      and a.present is None
                       and not a.ruled_out and lexical_top >= RELATED_FLOOR
                       and lexical.get(a.skeleton.id, 0.0) >= RELATED_MIN),
                      key=lambda a: (-lexical.get(a.skeleton.id, 0.0), a.skeleton.id))[:RELATED_MAX]
@@ -304,7 +308,7 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
             bound_score = 1.0 if bound in a.skeleton.helps else 0.0
-        report = status_of(runs_by_id.get(sid, []), target)
+        report = status_of(runs_by_id.get(sid, []), target, triton_bound="triton" in a.skeleton.languages)
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score,
                       "evidence": evidence_score(report), "lexical": lexical.get(sid, 0.0)}

@@ -322,7 +322,10 @@ def _in_helper(h: Hit, k: "KernelFacts") -> Hit:
     if not helpers:
         return h
     where = ", ".join(f"`{n}`" for n in helpers)
-    return replace(h, detail=f"{h.detail} [in the `@triton.jit` helper {where} the kernel calls]")
+    if k.kind == "binding":
+        return replace(h, detail=f"{h.detail} [in the function {where} the binding calls]")
+    kind = "`__device__` function" if k.language == "cuda" else "`@triton.jit` helper"
+    return replace(h, detail=f"{h.detail} [in the {kind} {where} the kernel calls]")
 
 
 def doc_sections(doc: str) -> dict[str, str]:

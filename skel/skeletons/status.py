@@ -89,7 +89,11 @@ def _gain(faster: list["Verification"], speed: float | None) -> str:
     return f"{best.speedup or 0:.2f}x less {best.measure} time (not kernel time)"
 
 
-def status_of(records: list["Verification"], target: Target | None = None) -> StatusReport:
+def status_of(records: list["Verification"], target: Target | None = None, *,
+              triton_bound: bool = True) -> StatusReport:
+    """The status on ``target`` from the runs. ``triton_bound``: the technique is compiled by
+    Triton, so runs on another Triton version make it stale; a CUDA C++ technique (built by
+    nvcc) is not, and its runs never go stale for a Triton version."""
     target = target or Target()
     mine = [r for r in records if in_environment(r, target)]
     cpu_ok = [r for r in records if r.backend == "cpu" and r.correct]
@@ -158,7 +162,7 @@ def status_of(records: list["Verification"], target: Target | None = None) -> St
     basis = status
     tried = {_minor(r.triton) for r in mine if r.triton}
     want = _minor(target.triton)
-    if want and tried and want not in tried and status is not Status.REFUTED:
+    if triton_bound and want and tried and want not in tried and status is not Status.REFUTED:
         versions = ", ".join(sorted(t for t in tried if t))
         warnings.append(f"verified on Triton {versions}; the target has {target.triton}")
         line = f"{status.value} on Triton {versions} (target {target.triton}): {line}"

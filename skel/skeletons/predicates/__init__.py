@@ -26,6 +26,8 @@ and the skeletons themselves. Modules are named by topic:
 - ``loops``: loop-carried state;
 - ``masks``: constant triangular ones matrices built from index comparisons;
 - ``host``: what the host code in the kernel's file does before and after its launches.
+- ``cuda_gemm``: CUDA C++ GEMM mainloops: tensor-core MMAs (`mma.sync`, WGMMA, UMMA), their K
+  loops, TMA / `cp.async` / plain tile loads into shared memory, FP8 MMAs.
 
 Rules: predicates import only from ``skel.skeletons.conditions``,
 ``skel.kernels.flow`` and each other — never from ``skel.skeletons.catalog``;
