@@ -13,7 +13,7 @@ store, catalog, miner and retriever are imported inside the functions that use t
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, overload
 
@@ -45,6 +45,7 @@ class SkeletonSummary:
     category: str
     status: str  # computed from verification evidence for the target environment
     verified: str  # what the evidence says, one line
+    languages: list[str] = field(default_factory=lambda: ["triton"])  # what the skeleton judges
 
 
 @dataclass
@@ -191,7 +192,8 @@ def list_skeletons(category: str | None = None, *, store: str | None = None,
             continue
         report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
         out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
-                                   status=report.status.value, verified=report.line))
+                                   status=report.status.value, verified=report.line,
+                                   languages=list(s.languages)))
     return out
 
 

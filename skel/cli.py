@@ -372,8 +372,9 @@ def skeletons_list(category, show_drafts, review, as_json, store, backend, arch,
         return
     from skel.tables import table
 
-    click.echo(table(["id", "status", "category", "summary"],
-                     [[s.id, s.status, s.category, s.summary] for s in items], max_width=140))
+    click.echo(table(["id", "lang", "status", "category", "summary"],
+                     [[s.id, "/".join(s.languages), s.status, s.category, s.summary] for s in items],
+                     max_width=140))
 
 
 def _list_drafts(review, as_json, store):

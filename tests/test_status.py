@@ -124,3 +124,14 @@ def test_slower_runs_on_other_kernels_pull_the_expected_gain_down():
     assert mixed.status is Status.DEMONSTRATED and mixed.speedup == 2.0
     assert mixed.expected is not None and mixed.expected < 1.0
     assert evidence_score(mixed) < evidence_score(lucky)
+
+
+def test_an_architecture_ceiling_rules_out_newer_gpus():
+    from skel.skeletons.base import Env
+
+    env = Env(backends=("cuda",), min_cc=90, max_cc=90)
+    assert env.check(Target(backend="cuda", cc=90)) == (True, [])
+    ok, notes = env.check(Target(backend="cuda", cc=100))
+    assert not ok and notes == ["exists up to sm_90 only, target is sm_100"]
+    assert env.check(Target(backend="cuda"))[1] == ["needs sm_90+ (arch not given)",
+                                                    "exists up to sm_90 only (arch not given)"]

@@ -119,6 +119,8 @@ GENERIC_BACKENDS = ("cuda", "rocm")
 class Env:
     backends: tuple[str, ...] = GENERIC_BACKENDS
     min_cc: int | None = None
+    # the newest architecture that has it (WGMMA exists on sm_90 only; sm_100 has UMMA)
+    max_cc: int | None = None
     triton: str | None = None  # version range the technique needs
     known_bad: tuple[KnownBad, ...] = ()
 
@@ -141,6 +143,12 @@ class Env:
             elif t.cc < self.min_cc:
                 ok = False
                 notes.append(f"needs sm_{self.min_cc}+, target is sm_{t.cc}")
+        if self.max_cc:
+            if t.cc is None:
+                notes.append(f"exists up to sm_{self.max_cc} only (arch not given)")
+            elif t.cc > self.max_cc:
+                ok = False
+                notes.append(f"exists up to sm_{self.max_cc} only, target is sm_{t.cc}")
         if self.triton:
             if t.triton is None:
                 notes.append(f"needs triton {self.triton} (version unknown)")

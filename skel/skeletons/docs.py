@@ -27,7 +27,7 @@ def conditions(s: Skeleton) -> dict[str, object]:
 def as_dict(s: Skeleton) -> dict[str, object]:
     return {
         "id": s.id, "title": s.title, "summary": s.summary, "category": s.category.value,
-        "doc": doc_sections(s.doc), "conditions": conditions(s),
+        "languages": list(s.languages), "doc": doc_sections(s.doc), "conditions": conditions(s),
         "before": s.before.strip("\n"), "after": s.after.strip("\n"),
     }
 
@@ -64,7 +64,8 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     md = fmt == "markdown"
     h = "## " if md else ""
     out = [f"{'# ' if md else ''}{s.id} — {s.title}", "", s.summary, "",
-           f"category: {s.category.value}   status: {ver['status']} — {ver['line']}", ""]
+           f"category: {s.category.value}   languages: {', '.join(s.languages)}   "
+           f"status: {ver['status']} — {ver['line']}", ""]
     for heading in DOC_HEADINGS[:-1]:
         out += [f"{h}{heading}", sections.get(heading, ""), ""]
     out += [f"{h}Conditions", f"- already present when: {c['present']}"]

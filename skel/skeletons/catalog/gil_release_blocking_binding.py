@@ -33,10 +33,10 @@ restoring the thread state), nothing next to a wait.
   yield, or a timeout check on `std::chrono::...::now()`);
 - it is ranked higher, with the sibling named in the explanation, when another binding of
   the same class (or module) already releases the GIL: the authors know the problem, and
-  this entry point was missed. This is the brief's DeepEP case — `internode_dispatch`
-  released the GIL around its busy-wait on the GPU's receive counters (commit 23ded3b),
-  `intranode_dispatch`, bound beside it on the same `Buffer` class, spins the same way and
-  still holds it. A sibling's release is a detail that lifts the suggestion, not a
+  this entry point was missed. DeepEP's `csrc/deep_ep.cpp` had exactly this from commit
+  23ded3b (2025-04) to b720f84 (2026-01): `internode_dispatch` released the GIL around its
+  busy-wait on the GPU's receive counters, while `intranode_dispatch`, bound beside it on
+  the same `Buffer` class, spun the same way holding it. A sibling's release is a detail that lifts the suggestion, not a
   precondition: a blocking binding that holds the GIL is worth flagging on its own.
 
 ## Does not apply when

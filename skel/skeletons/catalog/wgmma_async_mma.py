@@ -127,7 +127,7 @@ SKELETON = Skeleton(
     ruled_out_by=(r"\bwgmma\b", r"warp[\s_-]*group[\s_-]*mma", r"\bGMMA\b"),
     present=WGMMA_USED,
     preconditions=[MMA_SYNC_IN_K_LOOP, SMEM_OPERANDS, ~NO_WGMMA_FORM, ~SMALL_BLOCK],
-    env=Env(backends=("cuda",), min_cc=90),
+    env=Env(backends=("cuda",), min_cc=90, max_cc=90),
     helps=("compute",),
     languages=("cuda",),
 )
