@@ -1359,3 +1359,59 @@ def test_cuda_halving_strides_and_sync_lines():
         assert not cuda.HALVING.search(text), text
     assert "__syncthreads" in cuda.SYNC_THREADS
     assert cuda.sync_lines(_cuda_kernel(CUDA_ROW)) == [12, 15]
+
+
+CUDA_TILES = r"""
+template <int BM, int BN, int BK>
+__global__ void sgemm(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[BM][BK];
+  __shared__ float Bs[BK][BN];
+  int ty = threadIdx.y, tx = threadIdx.x;
+  int row = blockIdx.y * BM + ty, col = blockIdx.x * BN + tx;
+  float acc = 0.f;
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    As[ty][tx] = A[row * K + k0 + tx];
+    Bs[ty][tx] = B[(k0 + ty) * N + col];
+    __syncthreads();
+    for (int kk = 0; kk < BK; ++kk) acc += As[ty][kk] * Bs[kk][tx];
+    __syncthreads();
+  }
+  C[row * N + col] = acc;
+}
+
+__global__ void persistent_gemm(const half* A, const half* B, float* C, int tiles, Scheduler scheduler) {
+  __shared__ half tile[64 * 64];
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    wmma::mma_sync(c, a, b, c);
+  }
+  while (scheduler.get_next_block(t)) { wmma::mma_sync(c, a, b, c); }
+}
+
+__global__ void rows_norm(float* x, int n) {
+  __shared__ float red[32];
+  for (int i = blockIdx.x; i < n; i += gridDim.x) { red[0] += x[i] * x[i]; __syncthreads(); }
+}
+"""
+
+
+def test_cuda_tiles_gemm_shapes_and_tile_loops():
+    from skel.kernels.extract import extract
+    from skel.skeletons.predicates import cuda_tiles
+
+    ks = {k.name: k for k in extract(CUDA_TILES, "tiles.cu")}
+    sg, pg, norm = ks["sgemm"], ks["persistent_gemm"], ks["rows_norm"]
+    line = {text.strip(): sg.line_start + i for i, text in enumerate(sg.source.splitlines())}
+    assert cuda_tiles.is_kernel(sg)
+    assert cuda_tiles.shared_arrays(sg) == {"As", "Bs"} and cuda_tiles.shared_lines(sg)
+    # the K loop stages tiles, syncs and multiplies two arrays: a CUDA-core SGEMM
+    assert cuda_tiles.syncthreads_k_loops(sg) == [line["for (int k0 = 0; k0 < K; k0 += BK) {"]]
+    assert cuda_tiles.gemm_like_lines(sg) == cuda_tiles.syncthreads_k_loops(sg) and not cuda_tiles.mma_lines(sg)
+    assert cuda_tiles.one_cta_per_tile_lines(sg)  # blockIdx.x and blockIdx.y pick the tile
+    # a persistent GEMM: a gridDim.x-stride tile loop around the MMA, and a scheduler loop
+    assert len(cuda_tiles.mma_lines(pg)) == 2 and not cuda_tiles.one_cta_per_tile_lines(pg)
+    assert [lp.kind for lp in cuda_tiles.tile_loops(pg)] == ["for", "while"]
+    assert cuda_tiles.gemm_tile_loop_lines(pg) == [lp.line for lp in cuda_tiles.tile_loops(pg)]
+    assert len(cuda_tiles.scheduler_call_lines(pg)) == 1
+    # a grid-stride loop over rows with no GEMM work is not a persistent GEMM
+    assert cuda_tiles.tile_loops(norm) and not cuda_tiles.gemm_tile_loop_lines(norm)
+    assert not cuda_tiles.syncthreads_k_loops(norm)  # a sum of squares is no product of two arrays
