@@ -124,7 +124,11 @@ def _record(kb, file, function, line):
 # sources by hand (the evidence line each detection points at is checked below)
 PLACES = [
     ("sglang/kernels/jit/csrc/sparse_mla_q8kv8_prefill_sm90/kernel.cuh", "sparse_mla_q8kv8_prefill_kernel", 1062,
-     {"tma-store-epilogue"}, set()),
+     {"tma-store-epilogue", "warp-specialized-mbarrier", "wgmma-async-mma"}, set()),
+    ("sglang/kernels/jit/csrc/gemm/dsv3_fused_a_gemm.cuh", "fused_a_gemm_kernel", 511,
+     {"warp-specialized-mbarrier", "cuda-programmatic-dependent-launch"}, set()),
+    ("sglang/kernels/jit/csrc/attention/kda_prefill.cu", "k1_factors_mma", 1330,
+     {"wgmma-async-mma", "cp-async-multistage"}, set()),
     ("sglang/kernels/jit/csrc/moe/moe_finalize_fuse_shared.cu", "moeFinalizeKernel", 67,
      {"cuda-programmatic-dependent-launch"}, set()),
     ("sglang/kernels/jit/csrc/deepseek_v4/block_amax.cuh", "amax8_varlen_kernel", 53,
@@ -135,7 +139,7 @@ PLACES = [
     ("sglang/kernels/ops/diffusion/ext/hunyuan3d_rasterizer/rasterizer_gpu.cu", "rasterizeImagecoordsKernelGPU", 99,
      set(), {"launch-bounds-occupancy"}),
     ("sglang/kernels/jit/csrc/qprep_bf16_fp8_sm90/kernel.cuh", "qprep_bf16_fp8_kernel", 507,
-     set(), {"persistent-tile-scheduler"}),
+     {"wgmma-async-mma", "cp-async-multistage"}, {"persistent-tile-scheduler"}),
 ]
 
 
