@@ -186,3 +186,26 @@ def test_cluster_dims_and_align_qualifiers_parse():
     k = _one(src)["gemm"]
     assert k.decorator("__cluster_dims__").list_items == ["2", "1", "1"]
     assert k.decorator("__launch_bounds__").list_items == ["128", "1"] and "__shared__" in k.names
+
+
+def test_skel_suggest_on_a_cu_file_explains_with_line_numbers():
+    """`skel suggest kernel.cu` answers like `skel suggest kernel.py`: exit 0 on a match, each
+    suggestion's "why" lines inside the kernel, the C++ template shown."""
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from skel.cli import cli
+    from skel.skeletons.registry import FIXTURES_DIR
+
+    path = str(FIXTURES_DIR / "warp_shuffle_reduction.cu")
+    r = CliRunner().invoke(cli, ["suggest", path, "--kernel", "row_sum_squares", "--json"])
+    assert r.exit_code == 0, r.output
+    (res,) = json.loads(r.output)["kernels"]
+    top = {s["id"]: s for s in res["suggestions"]}["warp-shuffle-reduction"]
+    lines = [int(n) for w in top["why"] for n in re.findall(r"\d+", w.rsplit("(line", 1)[-1]) if "(line" in w]
+    assert lines and all(res["line_start"] <= n <= res["line_end"] for n in lines), top["why"]
+    assert "__shfl_xor_sync" in top["after"] and "__global__" in top["before"]
+    text = CliRunner().invoke(cli, ["suggest", path, "--kernel", "row_sum_squares"])
+    assert text.exit_code == 0 and "warp-shuffle-reduction" in text.output and "(line " in text.output
