@@ -209,3 +209,12 @@ def test_skel_suggest_on_a_cu_file_explains_with_line_numbers():
     assert "__shfl_xor_sync" in top["after"] and "__global__" in top["before"]
     text = CliRunner().invoke(cli, ["suggest", path, "--kernel", "row_sum_squares"])
     assert text.exit_code == 0 and "warp-shuffle-reduction" in text.output and "(line " in text.output
+
+
+def test_a_cudaLaunchKernelEx_launch_reads_its_shape_from_the_config():
+    src = ("__global__ void k(float* y) { y[threadIdx.x] = 0; }\n"
+           "void run(float* y, cudaStream_t s) {\n  cudaLaunchConfig_t cfg = {};\n  cfg.gridDim = dim3(132);\n"
+           "  cfg.blockDim = dim3(256);\n  cfg.stream = s;\n  cudaLaunchKernelEx(&cfg, k, y);\n}\n")
+    (ln,) = _one(src)["k"].launches
+    assert (ln.grid, ln.kwargs, ln.host_function) == ("dim3(132)", {"via": "cudaLaunchKernelEx", "block": "dim3(256)"},
+                                                      "run")

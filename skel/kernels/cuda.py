@@ -644,6 +644,15 @@ def _launches(functions: list[_Function]) -> dict[str, list[Launch]]:
                     kwargs[key] = val
             else:
                 kwargs["via"] = via
+                # `cudaLaunchKernelEx(&cfg, k, ...)`: the shape is in the config's fields
+                for a in f.facts.assigns:
+                    for target in a.targets:
+                        if target.endswith((".gridDim", "->gridDim")) and a.line <= line:
+                            grid = a.value
+                        elif target.endswith((".blockDim", "->blockDim")) and a.line <= line:
+                            kwargs["block"] = a.value
+                        elif target.endswith((".dynamicSmemBytes", "->dynamicSmemBytes")) and a.line <= line:
+                            kwargs["smem"] = a.value
             out.setdefault(kernel, []).append(Launch(
                 kernel=kernel, line=line, grid=grid, grid_is_callable=False, kwargs=kwargs, host_function=f.name,
                 host_calls=sorted({c.name for c in calls}), host_names=sorted(f.facts.names),
