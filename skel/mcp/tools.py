@@ -178,10 +178,16 @@ def show(svc: Service, skeleton_id: str, *, backend: str | None = None, arch: st
     target = _target(backend, arch, triton)
     with svc.lock:
         s, evidence = api.show(skeleton_id, store=svc.store, target=target)
+        runs = api.verifications(s.id, store=svc.store)
     ev = evidence.to_dict()
     d = json.loads(render_skeleton(s, "json", ev))
-    return Reply({"schema": "skel.show/1", "target": _target_dict(target), "skeleton": d},
-                 render_skeleton(s, "markdown", ev))
+    # every run, the CPU interpreter's included: the status above counts only the target's
+    d["runs"] = [r.to_dict() for r in runs]
+    lines = [f"- {r.date[:10]} {r.verdict} ({r.subject} {r.kernel}; {r.device}"
+             + (f"; {r.speedup:.2f}x" if r.speedup else "") + (f"): {r.detail}" if r.detail else ")") for r in runs]
+    text = render_skeleton(s, "markdown", ev).rstrip() + "\n\n## Verification runs\n" \
+        + ("\n".join(lines) if lines else "none yet") + "\n"
+    return Reply({"schema": "skel.show/1", "target": _target_dict(target), "skeleton": d}, text)
 
 
 def list_skeletons(svc: Service, *, category: str | None = None, language: str | None = None,
