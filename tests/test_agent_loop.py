@@ -70,8 +70,9 @@ def test_suggest_apply_verify_show(tmp_path):
             assert "correct (user" in r.content[0].text
 
             # a wrong candidate is a verdict too, not a tool error
-            (work / "softmax_wrong.py").write_text((work / "softmax_online.py").read_text()
-                                                   .replace("/ l\n", "/ (l + 1.0)\n"))
+            online = (work / "softmax_online.py").read_text()
+            assert "/ s\n" in online  # the sum the wrong candidate corrupts
+            (work / "softmax_wrong.py").write_text(online.replace("/ s\n", "/ (s + 1.0)\n"))
             with anyio.fail_after(300):
                 r = await s.call_tool("verify", {"original": "softmax.py", "candidate": "softmax_wrong.py",
                                                  "device": "cpu", "record": False, "timeout_s": 240})
