@@ -16,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-benchmarks/results/gpu-profiles}}
-BUDGET=${2:-420}  # seconds for the profiling steps; suggest and the summary come after (~1 min)
+BUDGET=${2:-360}  # seconds for the profiling steps; suggest and the summary come after (~1 min)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -63,7 +63,9 @@ run_ncu() {  # name id shape reps metrics
   t=$(limit 150)
   (( t > 20 )) || { skip "ncu $name: out of budget"; return 1; }
   local count=$((reps + 1)); (( count > 6 )) && count=6
-  timeout -k 10 "$t" "$NCU" --csv --page raw --metrics "$metrics" -k regex:before_kernel -c "$count" \
+  # --clock-control none: clocks as the kernels really run (locking them may need privileges too)
+  timeout -k 10 "$t" "$NCU" --csv --page raw --clock-control none --metrics "$metrics" -k regex:before_kernel \
+    -c "$count" \
     "$PY" benchmarks/profile_driver.py run "$id" "$shape" --reps "$reps" \
     > "$OUT/ncu_$name.csv" 2> "$OUT/ncu_$name.log"
   echo $? > "$OUT/ncu_$name.rc"
@@ -73,10 +75,10 @@ for run in "${RUNS[@]}"; do
   read -r name id shape reps <<< "$run"
   echo "== $name: $id $shape (t=${SECONDS}s)"
   # (a) Nsight Compute
-  if [ -n "$NCU" ] && [ -z "$NCU_DENIED" ]; then
-    run_ncu "$name" "$id" "$shape" "$reps" "$METRICS"
+  if [ -n "$NCU" ] && [ -z "$NCU_DENIED" ] && run_ncu "$name" "$id" "$shape" "$reps" "$METRICS"; then
     if grep -qs "ERR_NVGPUCTRPERM" "$OUT/ncu_$name.csv" "$OUT/ncu_$name.log"; then
       NCU_DENIED=1
+      mv "$OUT/ncu_$name.csv" "$OUT/ncu_${name}_denied.txt" 2>/dev/null
       bad "ncu $name: ERR_NVGPUCTRPERM: this machine does not let the user read GPU performance counters \
 (needs NVreg_RestrictProfilingToAdminUsers=0 or admin); no ncu profile from this machine"
     elif ! grep -qs '^"ID"' "$OUT/ncu_$name.csv" && grep -qsiE "metric|not found|invalid" "$OUT/ncu_$name.log" \

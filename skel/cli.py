@@ -77,6 +77,7 @@ def cli(debug: bool) -> None:
       skel suggest my_kernel.py             # what has worked on kernels like this?
       skel suggest gemm.cu                  # CUDA C++ too (.cu .cuh .cpp .hpp .h)
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
+      skel suggest my_kernel.py --profile ncu.csv  # rank by the measured bottleneck
       skel skeletons list                   # the catalog
 
       skel verify original.py candidate.py  # same results? faster? (see `skel verify --help`)
