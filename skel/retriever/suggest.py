@@ -31,7 +31,8 @@
                      for: preconditions that single out one kernel in a hundred say more
                      about this kernel than ones that hold for every other kernel (the
                      IDF of a suggestion);
-   - ``bound``:      the technique addresses the profile's bottleneck (``--bound``);
+   - ``bound``:      the technique addresses the profile's bottleneck (``--bound``, or what
+                     ``--profile`` measured for this kernel: ``skel.retriever.profile``);
    - ``evidence``:   what verification runs in the target environment measured
                      (``skel.skeletons.status.evidence_score``): validated speedups lift,
                      no-effect sinks, unverified sits between;
