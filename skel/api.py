@@ -153,13 +153,21 @@ def _installed_triton() -> str | None:
 
 
 def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = None, k: int = 5,
-            bound: str | None = None, target: Target | None = None) -> list[KernelResult]:
+            bound: str | None = None, target: Target | None = None,
+            profile: str | Path | None = None) -> list[KernelResult]:
     """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
-    store at ``store`` (see ``open_store``; without one, the catalog alone)."""
+    store at ``store`` (see ``open_store``; without one, the catalog alone). ``profile`` is
+    an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
+    kernel sets that kernel's bound (``bound``, when given, wins); see skel/retriever/profile.py."""
     from skel.retriever.suggest import suggest as rank
 
+    prof = None
+    if profile is not None:
+        from skel.retriever.profile import read_profile
+
+        prof = read_profile(profile)  # read before the store opens: a bad file fails fast
     kb = open_store(store, create=False)
-    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target)
+    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof)
     introduced = _history_of(kb)
     for r in results:
         for s in r.suggestions:

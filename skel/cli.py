@@ -77,6 +77,7 @@ def cli(debug: bool) -> None:
       skel suggest my_kernel.py             # what has worked on kernels like this?
       skel suggest gemm.cu                  # CUDA C++ too (.cu .cuh .cpp .hpp .h)
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
+      skel suggest my_kernel.py --profile ncu.csv  # rank by the measured bottleneck
       skel skeletons list                   # the catalog
 
       skel verify original.py candidate.py  # same results? faster? (see `skel verify --help`)
@@ -219,12 +220,17 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),
               help="What the profile says limits the kernel; ranks techniques that address it first.")
+@click.option("--profile", metavar="FILE", type=click.Path(path_type=str),
+              help="A profile of the kernel (ncu --csv --page raw, a PyTorch chrome trace, or proton's .hatchet): "
+              "sets each kernel's bound from its measured bottleneck and says which metric decided it "
+              "(--bound wins).")
 @target_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
-def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt, as_json, no_template, store):
+def suggest(kernel_file, kernel, top, bound, profile, backend, arch, triton_version, fmt, as_json, no_template,
+            store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -239,7 +245,7 @@ def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt,
     from skel.retriever import render
 
     target = api.parse_target(backend, arch, triton_version)
-    results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target)
+    results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target, profile=profile)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))
