@@ -109,6 +109,19 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def brief(results: list[KernelResult]) -> str:
+    """One line per suggestion, as linters print (``path:line: id — title``), for hooks
+    and CI logs; the line is the first one the why names, else the kernel's."""
+    out = []
+    for r in results:
+        for s in r.suggestions:
+            lines = [n for w in s.why for n in split_why(w)[1]]
+            what = f" [{s.label}]" if s.label else ""
+            out.append(f"{r.path}:{lines[0] if lines else r.line_start}: {s.id} — {s.title}{what} "
+                       f"(kernel {r.kernel}; {s.status})")
+    return "".join(line + "\n" for line in out)
+
+
 def markdown(results: list[KernelResult]) -> str:
     out: list[str] = []
     for r in results:
