@@ -116,11 +116,26 @@ def _also(e: _Entry, top: _Entry) -> str:
     return _clip(f"- `{e.r.kernel}` (lines {e.r.line_start}-{e.r.line_end}){_kind(e.s)}: " + "; ".join(parts), 300)
 
 
+def _names(kernels: list[str], width: int = 300) -> str:
+    """"Same change for: `a`, `b` and 9 more", whole names only, within ``width``."""
+    if not kernels:
+        return ""
+    shown: list[str] = []
+    for i, k in enumerate(kernels):
+        rest = len(kernels) - i - 1
+        line = "Same change for: " + ", ".join([*shown, f"`{k}`"]) + (f" and {rest} more" if rest else "")
+        if len(line) > width and shown:
+            break
+        shown.append(f"`{k}`")
+    rest = len(kernels) - len(shown)
+    return "Same change for: " + ", ".join(shown) + (f" and {rest} more" if rest else "")
+
+
 class _Block:
     """The pieces of one skeleton group, rendered in a fixed order; which are included is
     decided by the budget."""
 
-    ORDER = ("heading", "summary", "why", "also", "diff", "location", "evidence", "check")
+    ORDER = ("heading", "summary", "why", "also", "diff", "location", "evidence", "check")  # "others": in "also"
 
     def __init__(self, n: int, es: list[_Entry]):
         top = es[0]
@@ -141,6 +156,8 @@ class _Block:
         }
         # the other kernels it fits: same template, their own lines ("refer to it from the others")
         self.also = [_also(e, top) for e in es[1:]]
+        # the same, by name only: cheap enough to go with the headline; the lines above replace it
+        self.pieces["others"] = _names([e.r.kernel for e in es[1:]])
         # what a piece shrinks to when the whole does not fit: the why, down to its first line
         self.short = {"why": "\n".join([f"Fits `{r.kernel}` (lines {r.line_start}-{r.line_end}) because:",
                                         *_why(top)[:1], *(["- …"] if len(_why(top)) > 1 else [])])}
@@ -156,6 +173,8 @@ class _Block:
                     out.extend(self.also[: self.also_shown])
                     if self.also_shown < len(self.also):
                         out.append(f"- … and {len(self.also) - self.also_shown} more kernels")
+                elif "others" in self.included and self.pieces["others"]:
+                    out.append(self.pieces["others"])
             elif name in self.included and self.pieces[name]:
                 out.append(self.pieces[name])
         return out
@@ -221,11 +240,12 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
     # 1-2: the top suggestion, whole
     if blocks:
         take(blocks[0], "heading", "check", force=True)
-        for name in ("why", "diff", "location", "evidence", "summary"):
+        for name in ("why", "others", "diff", "location", "evidence", "summary"):
             take(blocks[0], name)
     # 3: every other fitting skeleton's headline; 4: their details
     for b in fits[1:]:
-        take(b, "heading", "why", "check")
+        if take(b, "heading", "why", "check"):
+            take(b, "others")
     for b in fits[1:]:
         if "heading" in b.included:
             for name in ("diff", "location", "evidence", "summary"):
@@ -237,7 +257,7 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
     # 6: near misses and related, then the notes
     for b in rest:
         if b is blocks[0] or take(b, "heading", "why", "check"):
-            for name in ("evidence", "summary", "location", "diff"):
+            for name in ("others", "evidence", "summary", "location", "diff"):
                 take(b, name)
             take_also(b)
     notes_in = bool(note_text) and used + len(note_text) + 1 <= budget
@@ -260,6 +280,7 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
 def _left_out(blocks: list[_Block]) -> int:
     n = 0
     for b in blocks:
-        n += sum(1 for name, text in b.pieces.items() if text and name not in b.included)
+        n += sum(1 for name, text in b.pieces.items()
+                 if text and name not in b.included and not (name == "others" and b.also_shown))
         n += len(b.also) - b.also_shown
     return n
