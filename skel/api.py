@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from skel.retriever.suggest import KernelResult
     from skel.skeletons.base import Skeleton, Target
     from skel.skeletons.status import StatusReport
+    from skel.store.evidence import Verification
     from skel.store.history import Draft, HistoryEvent, HistoryStore, TechniqueHistory
     from skel.store.knowledge import KnowledgeBase, SourceRecord
     from skel.verifier.run import VerifyResult
@@ -215,6 +216,16 @@ def show(skeleton_id: str, *, store: str | None = None,
     return s, SkeletonEvidence(kernels=technique.kernels, sources=technique.sources,
                                examples=[r.location for r in kb.using(s.id, limit=5)], status=report,
                                history=_history_of(kb).get(s.id))
+
+
+def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verification]:
+    """Every verification run of a skeleton, shipped and the store's, newest first, CPU
+    correctness runs included (a status counts only the runs that speak for its target,
+    so `show`'s status alone does not list a `skel verify --device cpu` verdict)."""
+    from skel.skeletons.registry import get
+
+    s = get(skeleton_id)
+    return sorted(_runs(open_store(store, create=False)).get(s.id, []), key=lambda r: r.date, reverse=True)
 
 
 # --- mine --------------------------------------------------------------------------------

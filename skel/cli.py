@@ -550,6 +550,36 @@ def history_export(event_id, out_dir, store):
     click.echo(f"wrote {path}: fill in the harness fields it names, then `skel verify {path} {path}`")
 
 
+# --- serve -------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--http", "http", metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio "
+              "(loopback only unless --allow-remote).")
+@click.option("--allow-remote", is_flag=True, help="With --http: allow a host other than loopback.")
+@click.option("--root", "roots", metavar="DIR", multiple=True, type=click.Path(path_type=str),
+              help="A directory the server may read files under (repeatable; default: the working directory).")
+@click.option("--max-bytes", type=click.IntRange(1, None), default=None,
+              help="Largest file or inline source the server reads (default 1,000,000).")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def serve(http, allow_remote, roots, max_bytes, store):
+    """Serve skel to AI agents over the Model Context Protocol: stdio by default (what
+    Claude Code, Cursor, Codex launch), or streamable HTTP with --http.
+
+    Tools: suggest, show, search, list, verify (run in a child process with a time limit).
+    Files are read only under the roots; kernel code never runs in the server process.
+    """
+    import os
+
+    from skel.mcp.roots import MAX_BYTES, Roots
+    from skel.mcp.server import parse_http
+    from skel.mcp.server import serve as run
+
+    if allow_remote and not http:
+        raise click.UsageError("--allow-remote goes with --http")
+    where = parse_http(http, allow_remote) if http else None
+    run(Roots(list(roots) or [os.getcwd()], max_bytes or MAX_BYTES), store=store, http=where)
+
+
 # --- store -------------------------------------------------------------------------------
 
 @cli.group()
