@@ -77,6 +77,8 @@ def cli(debug: bool) -> None:
       skel suggest my_kernel.py             # what has worked on kernels like this?
       skel suggest gemm.cu                  # CUDA C++ too (.cu .cuh .cpp .hpp .h)
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
+      skel suggest my_kernel.py --format prompt --max-tokens 800  # one block for an agent
+      skel suggest - --stdin-name k.cu < k.cu  # from an editor; --format sarif for code scanning
       skel skeletons list                   # the catalog
 
       skel verify original.py candidate.py  # same results? faster? (see `skel verify --help`)
