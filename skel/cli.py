@@ -218,8 +218,9 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @cli.command()
 @click.argument("kernel_file", type=click.Path(path_type=str))
 @click.option("--stdin-name", metavar="NAME", default="stdin.py", show_default=True,
-              help="With KERNEL_FILE `-` (the kernel on standard input): the file name it stands for; its "
-              "suffix tells the language (.py Triton; .cu .cuh .cpp .hpp .h CUDA C++).")
+              help="With KERNEL_FILE `-` (the kernel on standard input): the file it stands for (an editor "
+              "passes the buffer's path); its suffix tells the language (.py Triton; .cu .cuh .cpp .hpp .h "
+              "CUDA C++) and answers name it.")
 @click.option("--kernel", metavar="NAME", help="Only this kernel of the file (default: every kernel).")
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),

@@ -79,6 +79,9 @@ def test_budget_holds_and_the_top_suggestion_survives(big, budget):
     assert out.index(f"`{s.id}`") < out.index("Check:"), "the top suggestion comes first"
     # its reason, with the kernel's line numbers, fits every budget tested
     assert f"Fits `{r.kernel}`" in out and re.search(r"\(line \d+", out)
+    if budget >= 1500:  # its change comes before any other skeleton's headline
+        first = out[: out.index("\n## 2.")] if "\n## 2." in out else out
+        assert "```diff" in first
 
 
 def test_top_suggestion_is_a_best_tier_first_choice(big):
