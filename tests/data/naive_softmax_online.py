@@ -18,17 +18,17 @@ def softmax_online_kernel(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
 
     # one pass: running max and rescaled running sum
     m = float("-inf")
-    l = 0.0
+    s = 0.0
     for start in range(0, n_cols, BLOCK):
         x = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, tl.max(x, axis=0))
-        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
         m = m_new
 
     for start in range(0, n_cols, BLOCK):
         mask = start + cols < n_cols
         x = tl.load(x_row + start + cols, mask=mask, other=float("-inf"))
-        y = tl.exp(x.to(tl.float32) - m) / l
+        y = tl.exp(x.to(tl.float32) - m) / s
         tl.store(y_row + start + cols, y, mask=mask)
 
 
