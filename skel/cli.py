@@ -78,6 +78,8 @@ def cli(debug: bool) -> None:
       skel suggest gemm.cu                  # CUDA C++ too (.cu .cuh .cpp .hpp .h)
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
       skel suggest my_kernel.py --profile ncu.csv  # rank by the measured bottleneck
+      skel suggest my_kernel.py --format prompt --max-tokens 800  # one block for an agent
+      skel suggest - --stdin-name k.cu < k.cu  # from an editor; --format sarif for code scanning
       skel skeletons list                   # the catalog
 
       skel verify original.py candidate.py  # same results? faster? (see `skel verify --help`)
@@ -216,6 +218,10 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 
 @cli.command()
 @click.argument("kernel_file", type=click.Path(path_type=str))
+@click.option("--stdin-name", metavar="NAME", default="stdin.py", show_default=True,
+              help="With KERNEL_FILE `-` (the kernel on standard input): the file it stands for (an editor "
+              "passes the buffer's path); its suffix tells the language (.py Triton; .cu .cuh .cpp .hpp .h "
+              "CUDA C++) and answers name it.")
 @click.option("--kernel", metavar="NAME", help="Only this kernel of the file (default: every kernel).")
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),
@@ -225,12 +231,16 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
               "sets each kernel's bound from its measured bottleneck and says which metric decided it "
               "(--bound wins).")
 @target_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "prompt", "sarif"]), default="text",
+              show_default=True, help="prompt: one markdown block fitted to --max-tokens, for an agent's prompt; "
+              "sarif: SARIF 2.1.0 for code scanning.")
+@click.option("--max-tokens", type=click.IntRange(200, None), default=1500, show_default=True,
+              help="Prompt format: the block's budget, in estimated tokens (characters / 3).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
-def suggest(kernel_file, kernel, top, bound, profile, backend, arch, triton_version, fmt, as_json, no_template,
-            store):
+def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
+            as_json, no_template, store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -240,21 +250,89 @@ def suggest(kernel_file, kernel, top, bound, profile, backend, arch, triton_vers
     refinements of a technique the kernel uses incompletely, near misses (one literal
     detail missing, named) and related techniques (close in words, no structural match).
     Exit 0 needs a match or a refinement. With no mined knowledge base the built-in
-    catalog still answers, without locations.
+    catalog still answers, without locations. KERNEL_FILE `-` reads the kernel from
+    standard input (editor integrations; see --stdin-name).
     """
     from skel.retriever import render
 
     target = api.parse_target(backend, arch, triton_version)
-    results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target, profile=profile)
+    if kernel_file == "-":
+        results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
+                                 profile=profile)
+    else:
+        results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target,
+                              profile=profile)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))
+    elif fmt == "prompt":
+        click.echo(render.prompt(results, max_tokens), nl=False)
+    elif fmt == "sarif":
+        click.echo(render.sarif(results))
     elif fmt == "markdown":
         click.echo(render.markdown(results), nl=False)
     else:
         click.echo(render.text(results, show_template=not no_template), nl=False)
     # near misses and related techniques are shown, labelled; only a structural fit is a "yes"
     sys.exit(EXIT_OK if any(render.applies(r) for r in results) else EXIT_NO_SUGGESTION)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=str))
+@click.option("--strict", is_flag=True, help="Exit 2 when a file cannot be analysed (default: report it, exit 0).")
+@click.option("-k", "top", type=click.IntRange(1, 50), default=3, show_default=True, help="Suggestions per kernel.")
+@target_options
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def hook(files, strict, top, backend, arch, triton_version, store):
+    """Report the skeletons that fit the kernels in FILES, one line each, for a pre-commit
+    hook (.pre-commit-hooks.yaml: id skel-suggest) or CI: report-only, the exit code is 0
+    whatever is suggested. Files without a kernel, or not .py/C++/CUDA, are skipped; a
+    file that cannot be analysed (does not parse, unreadable) is reported, and fails the
+    run with --strict."""
+    from skel.errors import NoKernelError
+    from skel.kernels.extract import SUFFIXES
+    from skel.retriever import render
+
+    target = api.parse_target(backend, arch, triton_version)
+    errors = 0
+    for path in files:
+        if not path.lower().endswith(SUFFIXES):  # a hook configured wider than kernel files
+            continue
+        try:
+            results = api.suggest(path, store=store, k=top, target=target)
+        except NoKernelError:
+            continue
+        except SkelError as exc:
+            errors += 1
+            click.echo(f"{path}: error: {exc}", err=True)
+            continue
+        click.echo(render.brief(results), nl=False)
+    sys.exit(EXIT_ERROR if strict and errors else EXIT_OK)
+
+
+def _suggest_stdin(name: str, **options):
+    """Suggestions for the kernel on standard input, as if it were the file ``name``: the
+    analysis reads files, so the text goes to a private temporary file of that name, and
+    results and errors are told with ``name``, never the temporary path."""
+    import tempfile
+    from pathlib import Path
+
+    from skel.errors import UsageError
+
+    base = Path(name).name
+    if not base or base in (".", ".."):
+        raise UsageError(f"--stdin-name {name!r}: give a file name such as kernel.py or kernel.cu")
+    text = sys.stdin.buffer.read()
+    with tempfile.TemporaryDirectory(prefix="skel-stdin-") as tmp:
+        path = Path(tmp) / base
+        path.write_bytes(text)
+        try:
+            results = api.suggest(str(path), **options)
+        except SkelError as exc:
+            raise type(exc)(str(exc).replace(str(path), name)) from None
+    for r in results:
+        r.path = name
+    return results
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Callable
 
-from skel.errors import SuggestError
+from skel.errors import NoKernelError, SuggestError
 from skel.retriever.lexical import lexical_scores
 from skel.skeletons.base import BOUNDS, Status, Target
 from skel.skeletons.status import StatusReport, evidence_score, status_of
@@ -183,7 +183,7 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     except ParseError as exc:
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
     if not kernels:
-        raise SuggestError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
+        raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
     tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
     for k in kernels:
         k.config_tables = tables
