@@ -37,6 +37,7 @@ def tree(tmp_path):
     root.mkdir()
     outside.mkdir()
     shutil.copy(ROOT / "examples" / "row_softmax.py", root / "kernel.py")
+    shutil.copy(ROOT / "tests" / "data" / "profiles" / "ncu_memory.csv", root / "ncu.csv")
     (root / "helpers.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "fill.py").write_text(NO_MATCH)
     (root / "big.py").write_text("# padding\n" * 3000)  # 30,000 bytes, over --max-bytes below
@@ -86,6 +87,12 @@ def test_stdio_lists_and_calls_every_tool(tree):
             r = await s.call_tool("suggest", {"source": src, "filename": "mine.py", "k": 1})
             (kernel,) = r.structured_content["kernels"]
             assert kernel["path"] == "mine.py" and kernel["suggestions"][0]["id"] == "online-softmax"
+
+            # a profile sets the bound from the measured bottleneck and says which metric decided it
+            r = await s.call_tool("suggest", {"path": "kernel.py", "profile": "ncu.csv", "k": 3})
+            (kernel,) = r.structured_content["kernels"]
+            assert not r.is_error and kernel["profile"]["bound"] == "memory"
+            assert kernel["profile"]["metric"].startswith("dram__throughput")
 
             # an empty answer is a result, not an error
             r = await s.call_tool("suggest", {"path": "fill.py"})
@@ -148,7 +155,7 @@ def test_stdio_errors_are_tool_errors_with_skels_message(tree):
             e = await err("suggest", {"source": "#" * 20001})
             assert "source: 20,001 bytes" in e["message"]
             e = await err("suggest", {"path": "helpers.py"})  # a file with no kernel
-            assert e["kind"] == "input" and "no @triton.jit kernel found" in e["message"]
+            assert e["kind"] == "no-kernel" and "no @triton.jit kernel found" in e["message"]
             e = await err("suggest", {"path": "kernel.py", "source": "x"})
             assert e["kind"] == "usage" and "exactly one of path" in e["message"]
             e = await err("suggest", {"path": "kernel.py", "arch": "volta"})

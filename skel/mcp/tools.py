@@ -68,7 +68,6 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
     extra: dict[str, Any] = {}
     if profile:
         extra["profile"] = str(svc.roots.file(profile, "profile"))
-        _check_profile_supported()
     with svc.lock, tempfile.TemporaryDirectory(prefix="skel-mcp-") as tmp:
         if path:
             file, shown = svc.roots.file(path), path
@@ -92,16 +91,6 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
     if not applies:
         text = "No skeleton applies (an answer, not an error).\n\n" + text
     return Reply(data, text)
-
-
-def _check_profile_supported() -> None:
-    """Profile-driven ranking arrives with `skel suggest --profile`; until the service API
-    takes a profile, say so rather than ignore the file."""
-    import inspect
-
-    if "profile" not in inspect.signature(api.suggest).parameters:
-        raise UsageError("profile: this skel cannot read profiles yet; pass bound (memory, compute, latency, "
-                         "occupancy) instead")
 
 
 def _inline_name(language: str | None, filename: str | None) -> str:
