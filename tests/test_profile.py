@@ -291,3 +291,26 @@ def test_cli_profile_json_and_errors():
     bad = run_skel("suggest", str(SOFTMAX), "--profile", str(SOFTMAX))  # a Python file is no profile
     assert bad.returncode == 2
     assert bad.stderr.startswith("skel: error: ") and bad.stderr.count("\n") == 1
+
+
+H200 = ROOT / "benchmarks" / "results" / "gpu-2026-12-01-profiles"
+
+
+def test_h200_ncu_profiles_move_the_ranking_the_way_their_bottleneck_says():
+    """Real ncu profiles from the H200 (benchmarks/results/gpu-2026-12-01-profiles, COMMAND.md there):
+    online-softmax's own `before_kernel` run memory-bound (vocab), and the same kernel ranked
+    against the compute-bound GEMM example's profile (its kernel is a `before_kernel` too): the
+    technique that helps memory leads with the first, one that helps compute with the second."""
+    from skel.api import suggest
+
+    example = ROOT / "skel" / "skeletons" / "examples" / "online_softmax.py"
+    (mem,) = suggest(example, kernel="before_kernel", profile=str(H200 / "ncu_softmax_vocab.csv"))
+    (comp,) = suggest(example, kernel="before_kernel", profile=str(H200 / "ncu_gemm_square.csv"))
+    assert (mem.profile["bound"], comp.profile["bound"]) == ("memory", "compute")
+    assert mem.profile["metric"].startswith("dram__throughput") and mem.profile["value"] > 90
+    assert comp.profile["metric"].startswith("sm__throughput") and comp.profile["value"] > 80
+    assert mem.suggestions[0].id == "online-softmax"  # helps memory
+    top = comp.suggestions[0]
+    from skel.skeletons.registry import get
+
+    assert top.id != "online-softmax" and "compute" in get(top.id).helps and top.components["bound"] == 1.0
