@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from skel.errors import StoreError
+from skel.store import faults
 from skel.store.evidence import Verification, merge_evidence, shipped_verifications
 
 SCHEMA_VERSION = 1
@@ -214,6 +215,16 @@ class KnowledgeBase:
             self._cols[name] = col
         return col
 
+    def _write(self, op, **kwargs) -> None:
+        """Every write to the store goes through here: one place that turns a full disk or a
+        lost server into a one-line StoreError (the mine's write order keeps the store
+        consistent at whatever write fails), and the test-only fault hook."""
+        faults.before_write()
+        try:
+            op(**kwargs)
+        except Exception as exc:
+            raise StoreError(f"writing to the store at {self.location} failed: {_reason(exc)}") from exc
+
     def _check_schema(self) -> None:
         meta = self._col("meta")
         try:
@@ -228,7 +239,7 @@ class KnowledgeBase:
                     "Mine into a new --store."
                 )
         else:
-            meta.upsert(ids=["schema"], embeddings=[_PLACEHOLDER],
+            self._write(meta.upsert, ids=["schema"], embeddings=[_PLACEHOLDER],
                         metadatas=[{"version": SCHEMA_VERSION, "created": time.time()}])
 
     # --- the embedding model the vectors came from --------------------------------------
@@ -241,7 +252,8 @@ class KnowledgeBase:
         every later mine and query must use the same one."""
         current = self.embedder_name()
         if current is None:
-            self._col("meta").upsert(ids=["embedder"], embeddings=[_PLACEHOLDER], metadatas=[{"name": name}])
+            self._write(self._col("meta").upsert, ids=["embedder"], embeddings=[_PLACEHOLDER],
+                        metadatas=[{"name": name}])
         elif current != name:
             raise StoreError(f"store at {self.location} holds {current!r} embeddings; this run uses {name!r}. "
                              "Use the same model (SKEL_EMBEDDER) or a new --store.")
@@ -253,8 +265,8 @@ class KnowledgeBase:
         for r in records:
             if r.embedding is None:
                 raise ValueError(f"kernel record {r.location} has no embedding")
-        self._col("kernels").upsert(
-            ids=[r.id for r in records], embeddings=[r.embedding for r in records],
+        self._write(
+            self._col("kernels").upsert, ids=[r.id for r in records], embeddings=[r.embedding for r in records],
             documents=[r.text for r in records], metadatas=[r.metadata() for r in records],
         )
 
@@ -279,7 +291,7 @@ class KnowledgeBase:
         return self._col("kernels").count()
 
     def delete_kernels(self, where: dict) -> None:
-        self._col("kernels").delete(where=where)
+        self._write(self._col("kernels").delete, where=where)
 
     # --- files (resumable mining) -------------------------------------------------------
     def file_hashes(self, source: str) -> dict[str, str]:
@@ -290,20 +302,20 @@ class KnowledgeBase:
         if not hashes:
             return
         ids = [_file_id(source, f) for f in hashes]
-        self._col("files").upsert(
-            ids=ids, embeddings=[_PLACEHOLDER] * len(ids),
+        self._write(
+            self._col("files").upsert, ids=ids, embeddings=[_PLACEHOLDER] * len(ids),
             metadatas=[{"source": source, "file": f, "content_hash": h} for f, h in hashes.items()],
         )
 
     def forget_files(self, source: str, files: Iterable[str]) -> None:
         ids = [_file_id(source, f) for f in files]
         if ids:
-            self._col("files").delete(ids=ids)
+            self._write(self._col("files").delete, ids=ids)
 
     # --- sources ------------------------------------------------------------------------
     def put_source(self, s: SourceRecord) -> None:
-        self._col("sources").upsert(
-            ids=[s.name], embeddings=[_PLACEHOLDER],
+        self._write(
+            self._col("sources").upsert, ids=[s.name], embeddings=[_PLACEHOLDER],
             metadatas=[{"name": s.name, "version": s.version, "root": s.root, "state": s.state,
                         "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts)}],
         )
@@ -316,7 +328,7 @@ class KnowledgeBase:
 
     # --- statistics ---------------------------------------------------------------------
     def put_stats(self, stats: Stats) -> None:
-        self._col("meta").upsert(ids=["stats"], embeddings=[_PLACEHOLDER],
+        self._write(self._col("meta").upsert, ids=["stats"], embeddings=[_PLACEHOLDER],
                                  metadatas=[{"stats": json.dumps(stats.to_json()), "updated": time.time()}])
 
     def stats(self) -> Stats:
@@ -381,8 +393,8 @@ class KnowledgeBase:
                 chars += len(text)
                 picked.append({"id": id_, "source": src, "file": file, "text": text})
             out[t] = picked
-        meta.upsert(ids=["examples"], embeddings=[_PLACEHOLDER], metadatas=[{"stamp": f"{stamp}/{per}/{max_chars}"}],
-                    documents=[json.dumps(out)])
+        self._write(meta.upsert, ids=["examples"], embeddings=[_PLACEHOLDER],
+                    metadatas=[{"stamp": f"{stamp}/{per}/{max_chars}"}], documents=[json.dumps(out)])
         return stamp, out
 
     def filter_ids(self, ids: list[str], where: dict) -> list[str]:
@@ -396,7 +408,8 @@ class KnowledgeBase:
         """Store one run; a rerun of the same (skeleton, kernel, subject, device, Triton)
         replaces the earlier one. Returns its id."""
         rid = hashlib.sha1(record.key.encode()).hexdigest()[:20]
-        self._col("verifications").upsert(ids=[rid], embeddings=[_PLACEHOLDER], metadatas=[record.to_metadata()])
+        self._write(self._col("verifications").upsert, ids=[rid], embeddings=[_PLACEHOLDER],
+                    metadatas=[record.to_metadata()])
         return rid
 
     def verifications(self, skeleton_id: str | None = None) -> list[Verification]:
@@ -410,6 +423,14 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a failed store operation; chroma wraps OS errors in its own types."""
+    text = " ".join(str(exc).split())
+    if "No space left" in text or getattr(exc, "errno", None) == 28:
+        return "no space left on the device (free some, then run the same command again: it resumes)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _file_id(source: str, file: str) -> str:
