@@ -13,11 +13,12 @@ store, catalog, miner and retriever are imported inside the functions that use t
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, overload
 
-from skel.errors import InputError, UsageError
+from skel.errors import InputError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from skel.miner.history import HistoryReport
@@ -246,7 +247,25 @@ def mine(path: str | None = None, *, package: str | None = None, rev: str | None
     is let through on purpose: the store is consistent at every point and the same call
     resumes where it stopped."""
     src = _source(path, package, rev, name=source, version=version)
-    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress)
+    with _writing(store):
+        return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress)
+
+
+def _writing(store: str | None, *, wait: float = 0.0) -> AbstractContextManager:
+    """The local store's writer lock (skel/store/lock.py), taken before chroma opens it:
+    a second writer waits up to ``wait`` seconds, then gets a one-line error naming the
+    first. A Chroma server orders writes itself."""
+    from skel.store.knowledge import default_location
+    from skel.store.lock import WriterLock
+
+    location = store or default_location()
+    if location.startswith(("http://", "https://")) or (Path(location).exists() and not Path(location).is_dir()):
+        return nullcontext()  # a server, or a path open_store rejects with its own message
+    try:
+        Path(location).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store at {location}: {exc.strerror}") from exc
+    return WriterLock(location, wait=wait)
 
 
 def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,
@@ -432,5 +451,6 @@ def verify(original: str | Path | None = None, candidate: str | Path | None = No
                   subject="example" if example else "user", sides=("before", "after") if example else None)
     result = run_verify(req)
     if record:
-        open_store(store, create=True).add_verification(result.record)
+        with _writing(store, wait=120):  # a run's result outlives a mine that holds the store
+            open_store(store, create=True).add_verification(result.record)
     return result
