@@ -223,7 +223,7 @@ class KnowledgeBase:
         try:
             op(**kwargs)
         except Exception as exc:
-            raise StoreError(f"writing to the store at {self.location} failed: {_reason(exc)}") from exc
+            raise StoreError(f"writing to the store at {self.location} failed: {_reason(exc, self.location)}") from exc
 
     def _check_schema(self) -> None:
         meta = self._col("meta")
@@ -425,11 +425,22 @@ class KnowledgeBase:
         return merge_evidence(shipped_verifications(), self.verifications())
 
 
-def _reason(exc: BaseException) -> str:
-    """One line for a failed store operation; chroma wraps OS errors in its own types."""
+def _reason(exc: BaseException, location: str) -> str:
+    """One line for a failed store operation. Chroma reports a full disk as e.g. "Error in
+    compaction: Failed to apply logs to the metadata segment", so the disk is asked too."""
+    import errno
+    import shutil
+
     text = " ".join(str(exc).split())
-    if "No space left" in text or getattr(exc, "errno", None) == 28:
-        return "no space left on the device (free some, then run the same command again: it resumes)"
+    full = "No space left" in text or getattr(exc, "errno", None) == errno.ENOSPC
+    if not full and not location.startswith(("http://", "https://")):
+        try:
+            full = shutil.disk_usage(location).free < 4 * 1024 * 1024
+        except OSError:
+            pass
+    if full:
+        return (f"the disk holding it is full ({text or type(exc).__name__}); free some space and run the same "
+                "command again: it resumes")
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
