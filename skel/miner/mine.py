@@ -241,6 +241,11 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
             files.append(item)
     report.files = len(files) + sum(1 for s in report.skipped if s.rel.endswith(".py"))
 
+    if embedder is None:
+        from skel.embed import default_embedder
+
+        embedder = default_embedder(bulk=True)  # constructed, not loaded: the model loads on first use
+    kb.check_embedder(embedder.name)  # before any write: a mine with another model changes nothing
     started = SourceRecord(name=name, version=version, root=source.root, state="mining", started=time.time())
     kb.put_source(started)
 
@@ -293,10 +298,6 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
                     tokens=k.tokens(), text=k.text(),
                 ))
         if records:
-            if embedder is None:
-                from skel.embed import default_embedder
-
-                embedder = default_embedder(bulk=True)
             kb.bind_embedder(embedder.name)
             vectors = embedder.embed([r.text for r in records])
             for r, v in zip(records, vectors):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from skel.store.evidence import Verification, merge_evidence, shipped_verificati
 SCHEMA_VERSION = 1
 _PLACEHOLDER = [1.0]
 _PREFIX = "skel_"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # the lexical channel's share of each technique's mined kernels: enough fingerprints to
 # carry their vocabulary (names, parameters, calls), few enough that the documentation
 # still speaks for the technique
@@ -194,6 +196,7 @@ class KnowledgeBase:
                 if path.exists() and not path.is_dir():
                     raise StoreError(f"store location {path} is a file, not a directory")
                 path.mkdir(parents=True, exist_ok=True)
+                _check_intact(path)
                 client = chromadb.PersistentClient(path=str(path), settings=settings)
         except StoreError:
             raise
@@ -247,16 +250,20 @@ class KnowledgeBase:
         got = self._col("meta").get(ids=["embedder"], include=["metadatas"])
         return got["metadatas"][0]["name"] if got["ids"] else None
 
+    def check_embedder(self, name: str) -> str | None:
+        """The model the store is bound to (None: not yet); StoreError when it is not ``name``."""
+        current = self.embedder_name()
+        if current is not None and current != name:
+            raise StoreError(f"store at {self.location} holds {current!r} embeddings; this run uses {name!r}. "
+                             "Use the same model (SKEL_EMBEDDER) or a new --store.")
+        return current
+
     def bind_embedder(self, name: str) -> None:
         """Vectors from two models are not comparable: the first mine fixes the model and
         every later mine and query must use the same one."""
-        current = self.embedder_name()
-        if current is None:
+        if self.check_embedder(name) is None:
             self._write(self._col("meta").upsert, ids=["embedder"], embeddings=[_PLACEHOLDER],
                         metadatas=[{"name": name}])
-        elif current != name:
-            raise StoreError(f"store at {self.location} holds {current!r} embeddings; this run uses {name!r}. "
-                             "Use the same model (SKEL_EMBEDDER) or a new --store.")
 
     # --- kernels ------------------------------------------------------------------------
     def add_many(self, records: list[KernelRecord]) -> None:
@@ -423,6 +430,59 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+def _check_intact(path: Path) -> None:
+    """Refuse a damaged local store before chroma opens it: chroma panics and aborts the
+    process on some garbled databases (exit 134, no message), and treats a missing or
+    emptied database beside its index folders as a new store, mining over what was lost.
+    Costs one read-only SQLite ``quick_check`` (milliseconds for a store of this size)."""
+    import sqlite3
+
+    db = path / "chroma.sqlite3"
+    # chroma's vector-index folders are named by UUID: other folders may share a --store path
+    indexes = [p.name for p in path.iterdir() if p.is_dir() and _UUID.fullmatch(p.name)]
+    damaged = f"the store at {path} is damaged: "
+    fix = "; restore a backup or mine into a new --store (nothing was changed)"
+    if not db.exists() or db.stat().st_size == 0:
+        if indexes:
+            raise StoreError(damaged + f"chroma.sqlite3 is {'empty' if db.exists() else 'missing'} "
+                             f"beside {len(indexes)} index folders" + fix)
+        return
+    try:
+        with db.open("rb") as f:
+            header = f.read(16)
+    except OSError as exc:
+        raise StoreError(f"cannot read the store at {path}: {exc.strerror}") from exc
+    if header != b"SQLite format 3\x00":
+        raise StoreError(damaged + "chroma.sqlite3 is not a SQLite database" + fix)
+    # unchanged since it last passed (size and mtime): skip the scan, which a large store
+    # would add to every query (~80 ms for 40 MB)
+    st = db.stat()
+    seen = cache_dir() / "intact" / hashlib.sha1(str(db.resolve()).encode()).hexdigest()
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    try:
+        if seen.read_text() == stamp:
+            return
+    except OSError:
+        pass
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            verdict = con.execute("PRAGMA quick_check(1)").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return  # cannot check here (locked, read-only folder): chroma will say what it finds
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(damaged + f"chroma.sqlite3: {exc}" + fix) from exc
+    if verdict != "ok":
+        raise StoreError(damaged + f"chroma.sqlite3: {' '.join(str(verdict).split())[:200]}" + fix)
+    try:
+        seen.parent.mkdir(parents=True, exist_ok=True)
+        seen.write_text(stamp)
+    except OSError:
+        pass  # an optimisation only
 
 
 def _reason(exc: BaseException, location: str) -> str:
