@@ -5,7 +5,8 @@ exact, reproducible points *inside* store writes, which random delays rarely hit
 ``SKEL_FAULT_KILL_AT=N`` the process sends itself SIGKILL just before its Nth write
 (counting from 1); ``N:MS`` starts a timer instead that fires MS milliseconds after the
 Nth write began, i.e. while chroma is still writing it. Unset (always, outside tests),
-it costs one dictionary lookup per write.
+it costs one dictionary lookup per write. ``SKEL_FAULT_SIGNAL=INT`` sends SIGINT instead
+(a Ctrl-C at an exact point).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def before_write() -> None:
     at, _, ms = spec.partition(":")
     if _count != int(at):
         return
+    sig = signal.SIGINT if os.environ.get("SKEL_FAULT_SIGNAL") == "INT" else signal.SIGKILL
     if not ms:
-        os.kill(os.getpid(), signal.SIGKILL)
-    threading.Timer(int(ms) / 1000, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        os.kill(os.getpid(), sig)
+    else:
+        threading.Timer(int(ms) / 1000, os.kill, (os.getpid(), sig)).start()

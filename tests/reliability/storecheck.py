@@ -36,7 +36,8 @@ if got["ids"]:
     res = col.query(query_embeddings=[list(map(float, got["embeddings"][0]))], n_results=len(got["ids"]),
                     include=[])
     found = set(res["ids"][0])
-files = sorted((m["source"], m["file"], m["content_hash"]) for m in kb._col("files").get(include=["metadatas"])["metadatas"])
+files = sorted((m["source"], m["file"], m["content_hash"])
+               for m in kb._col("files").get(include=["metadatas"])["metadatas"])
 sources = sorted([s.name, s.state, s.counts] for s in kb.sources())
 stats = kb.stats().to_json()
 print(json.dumps({"kernels": kernels, "indexed": len(found), "count": kb.count(), "files": files,
