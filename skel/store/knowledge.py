@@ -42,6 +42,8 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # carry their vocabulary (names, parameters, calls), few enough that the documentation
 # still speaks for the technique
 EXAMPLES_PER_TECHNIQUE = 8
+# a lost Chroma server: retried after these pauses (seconds), then reported
+SERVER_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0)
 EXAMPLE_CHARS = 4000
 
 
@@ -163,6 +165,20 @@ class Stats:
         )
 
 
+class _Guarded:
+    """A chroma collection whose every method call goes through ``KnowledgeBase._call``."""
+
+    def __init__(self, col, kb: "KnowledgeBase") -> None:
+        self._inner = col
+        self._kb = kb
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+        return lambda *args, **kwargs: self._kb._call(attr, *args, **kwargs)
+
+
 class KnowledgeBase:
     """``KnowledgeBase.open(location)`` — a directory path or ``http://host:port``."""
 
@@ -210,13 +226,34 @@ class KnowledgeBase:
         col = self._cols.get(name)
         if col is None:
             try:
-                col = self._client.get_or_create_collection(
-                    _PREFIX + name, embedding_function=None, metadata={"hnsw:space": "cosine"},
-                )
+                col = self._call(self._client.get_or_create_collection,
+                                 _PREFIX + name, embedding_function=None, metadata={"hnsw:space": "cosine"})
+            except StoreError:
+                raise
             except Exception as exc:
                 raise StoreError(f"store at {self.location}: cannot open collection {name}: {exc}") from exc
+            col = _Guarded(col, self)
             self._cols[name] = col
         return col
+
+    def _call(self, op, *args, **kwargs):
+        """One call into chroma. Against a server, a dropped connection (a restart, a
+        network blip) is retried a bounded number of times — every skel read and write is
+        idempotent — and then reported in one line."""
+        if not self.location.startswith(("http://", "https://")):
+            return op(*args, **kwargs)
+        import httpx
+
+        for delay in (*SERVER_RETRY_DELAYS, None):
+            try:
+                return op(*args, **kwargs)
+            except httpx.TransportError as exc:
+                if delay is None:
+                    raise StoreError(
+                        f"the Chroma server at {self.location} stopped answering ({type(exc).__name__}: {exc}; "
+                        f"{len(SERVER_RETRY_DELAYS) + 1} tries over {sum(SERVER_RETRY_DELAYS):g}s). The store "
+                        "stays consistent: run the same command again once the server is back") from exc
+                time.sleep(delay)
 
     def _write(self, op, **kwargs) -> None:
         """Every write to the store goes through here: one place that turns a full disk or a
@@ -225,6 +262,8 @@ class KnowledgeBase:
         faults.before_write()
         try:
             op(**kwargs)
+        except StoreError:
+            raise
         except Exception as exc:
             raise StoreError(f"writing to the store at {self.location} failed: {_reason(exc, self.location)}") from exc
 
