@@ -248,3 +248,62 @@ def test_a_mine_with_another_model_changes_nothing(clean, tmp_path):
     with pytest.raises(StoreError, match="holds 'hash-test' embeddings; this run uses 'another-model'"):
         mine(DirectorySource(str(tree)), kb, jobs=1, embedder=OtherModel())  # type: ignore[arg-type]
     assert [(s.state, s.started) for s in kb.sources()] == before
+
+
+# --- a Chroma server -----------------------------------------------------------------------
+
+def _serve(path: Path, port: int) -> subprocess.Popen:
+    import socket
+    import time
+
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        pytest.skip("chromadb's `chroma` command is not installed")
+    proc = subprocess.Popen([str(chroma), "run", "--path", str(path), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("localhost", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    pytest.fail("the chroma server did not start")
+
+
+def test_a_lost_server_is_retried_then_reported_in_one_line(tmp_path, monkeypatch):
+    import socket
+    import time
+
+    from skel.store import knowledge
+    from skel.store.knowledge import KnowledgeBase
+
+    monkeypatch.setattr(knowledge, "SERVER_RETRY_DELAYS", (0.2, 0.4))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = _serve(tmp_path / "srv", port)
+    restarted: list[subprocess.Popen] = []
+    try:
+        kb = KnowledgeBase.open(f"http://localhost:{port}")
+        kb.mark_files("src", {"a.py": "h1"})
+        srv.kill()
+        srv.wait()
+        t = time.monotonic()
+        with pytest.raises(StoreError, match=r"stopped answering .*3 tries over 0.6s.*stays consistent"):
+            kb.file_hashes("src")
+        assert time.monotonic() - t < 5  # bounded
+        with pytest.raises(StoreError, match="stopped answering"):
+            kb.mark_files("src", {"b.py": "h2"})  # writes too, through the same funnel
+        # back within the retries: the call succeeds, nothing lost
+        import threading
+
+        restart = threading.Timer(0.3, lambda: restarted.append(_serve(tmp_path / "srv", port)))
+        restart.start()
+        monkeypatch.setattr(knowledge, "SERVER_RETRY_DELAYS", (0.5, 1.0, 2.0, 4.0, 8.0))
+        assert kb.file_hashes("src") == {"a.py": "h1"}
+        restart.join()
+    finally:
+        for p in (srv, *restarted):
+            p.kill()
