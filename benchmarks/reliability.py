@@ -287,7 +287,8 @@ def server_faults(base: Path, tree: Path, home: Path, clean: dict, files: set[st
             good = c.returncode == 0 and out.strip() == "done"
             what = "server restarted mid-suggest loop: retried, no error"
         else:
-            good = c.returncode != 0 and "stopped answering" in err.strip().splitlines()[-1]
+            last = err.strip().splitlines()[-1]
+            good = c.returncode != 0 and ("stopped answering" in last or "cannot reach the Chroma server" in last)
             what = "server killed mid-suggest: bounded retries, one error"
             srv.start()
         rows.append([what, 1, int(good), "-" if good else (err.strip().splitlines() or ["?"])[-1][:90]])
@@ -415,6 +416,8 @@ def main() -> None:
     ld.add_argument("--files", type=int, default=24)
     args = ap.parse_args()
     os.environ.setdefault("SKEL_EMBEDDER", "hash")
+    # a shell's background job ignores SIGINT, and children inherit that: give them Ctrl-C back
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     {"faults": faults, "load": load}[args.section](args)
 
 

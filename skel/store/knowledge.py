@@ -202,9 +202,8 @@ class KnowledgeBase:
                 from urllib.parse import urlparse
 
                 u = urlparse(location)
-                client = chromadb.HttpClient(host=u.hostname or "localhost", port=u.port or 8000,
-                                             ssl=u.scheme == "https", settings=settings)
-                client.heartbeat()
+                client = _connect(location, lambda: chromadb.HttpClient(
+                    host=u.hostname or "localhost", port=u.port or 8000, ssl=u.scheme == "https", settings=settings))
             else:
                 path = Path(location)
                 if not create and not path.exists():
@@ -469,6 +468,29 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+def _connect(location: str, make):
+    """A client of the server at ``location``, retried like every later call: a server
+    restarting between two queries is waited for, a server that stays away is one line."""
+    import httpx
+
+    for delay in (*SERVER_RETRY_DELAYS, None):
+        try:
+            client = make()
+            client.heartbeat()
+            return client
+        except Exception as exc:
+            # chroma raises ValueError("Could not connect ...") from the transport error
+            lost = next((e for e in (exc, exc.__cause__, exc.__context__) if isinstance(e, httpx.TransportError)),
+                        None)
+            if lost is None:
+                raise
+            if delay is None:
+                raise StoreError(f"cannot reach the Chroma server at {location} ({type(lost).__name__}: {lost}; "
+                                 f"{len(SERVER_RETRY_DELAYS) + 1} tries over {sum(SERVER_RETRY_DELAYS):g}s): "
+                                 "is it running?") from exc
+            time.sleep(delay)
 
 
 def _check_intact(path: Path) -> None:

@@ -70,14 +70,22 @@ def mine_cmd(tree: Path, store: str, *extra: str) -> list[str]:
             *extra]
 
 
+def _ctrl_c_back() -> None:
+    """In the child: a shell's background job (a CI step, `cmd &`) ignores SIGINT, and an
+    ignored signal stays ignored across exec, so a mine would never see the Ctrl-C sent."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_mine(tree: Path, store: str, home: Path, timeout: float = 300, **extra_env: str):
     return subprocess.run(mine_cmd(tree, store), capture_output=True, text=True, env=env(home, **extra_env),
+                          preexec_fn=_ctrl_c_back,
                           cwd=ROOT, timeout=timeout)
 
 
 def mine_killed_after(tree: Path, store: str, home: Path, delay: float, sig: int = signal.SIGKILL):
     """Start a mine, send ``sig`` after ``delay`` seconds; (return code, stderr)."""
     p = subprocess.Popen(mine_cmd(tree, store), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_ctrl_c_back,
                          env=env(home), cwd=ROOT)
     time.sleep(delay)
     if p.poll() is None:

@@ -296,6 +296,10 @@ def test_a_lost_server_is_retried_then_reported_in_one_line(tmp_path, monkeypatc
         assert time.monotonic() - t < 5  # bounded
         with pytest.raises(StoreError, match="stopped answering"):
             kb.mark_files("src", {"b.py": "h2"})  # writes too, through the same funnel
+        # a new client (each `skel suggest`): was `ValueError: Could not connect ...` at once
+        with pytest.raises(StoreError, match=rf"cannot reach the Chroma server at http://localhost:{port} "
+                                             r"\(ConnectError: .*3 tries over 0.6s\): is it running\?"):
+            KnowledgeBase.open(f"http://localhost:{port}")
         # back within the retries: the call succeeds, nothing lost
         import threading
 
