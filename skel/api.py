@@ -240,13 +240,34 @@ def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verific
 
 def mine(path: str | None = None, *, package: str | None = None, rev: str | None = None,
          source: str | None = None, version: str | None = None, jobs: int | None = None,
-         store: str | None = None, progress: Progress | None = None) -> MineReport:
+         store: str | None = None, progress: Progress | None = None, replace: bool = False) -> MineReport:
     """Mine a path (repository, folder, file), a git repository at a revision (``rev``) or
     an installed package into the store, creating the store if needed. KeyboardInterrupt
     is let through on purpose: the store is consistent at every point and the same call
-    resumes where it stopped."""
+    resumes where it stopped. A source name the store already holds for other code (two
+    folders named ``ops``) is refused (UsageError) unless ``replace`` deletes that one."""
     src = _source(path, package, rev, name=source, version=version)
-    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress)
+    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress, replace=replace)
+
+
+def sources(store: str | None = None) -> list[SourceRecord]:
+    """The sources mined into the store, by name ([] when nothing was mined yet)."""
+    kb = open_store(store, create=False)
+    return kb.sources() if kb is not None else []
+
+
+def remove_source(name: str, *, store: str | None = None) -> tuple[SourceRecord, dict[str, int]]:
+    """Delete one mined source (its kernels, file markers and record) from the store;
+    returns its record and what was removed ({"kernels": n, "files": m})."""
+    from skel.errors import NotFoundError
+
+    kb = open_store(store, create=False)
+    record = kb.source(name) if kb is not None else None
+    if kb is None or record is None:
+        known = ", ".join(s.name for s in kb.sources()) if kb is not None else ""
+        raise NotFoundError(f"no source named {name!r} in the store" + (f" (known: {known})" if known else
+                                                                          " (it holds no source)"))
+    return record, kb.remove_source(name)
 
 
 def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,
@@ -269,13 +290,14 @@ def _source(path: str | None, package: str | None, rev: str | None, *, name: str
         raise InputError(str(exc)) from exc
 
 
-def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None) -> MineReport:
+def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None,
+               replace: bool = False) -> MineReport:
     """The one call into the miner."""
     from skel.miner.mine import mine as run
     from skel.store.knowledge import cache_dir
 
     try:
-        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress)
+        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress, replace=replace)
     except OSError as exc:  # the source vanished, or git failed while reading it
         raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
 

@@ -106,9 +106,12 @@ def cli(debug: bool) -> None:
               help="With --history: read at most N commits (oldest first); the next run continues.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--replace", is_flag=True, help="When the store already has a source of this name mined from other "
+              "code (another folder named the same): delete it and mine this one in its place (default: refuse).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, as_json, no_progress):
+def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, replace, as_json,
+         no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
     (a repository at another revision with --rev; its commit history with --history).
 
@@ -124,6 +127,8 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     reads only new commits.
     """
     if history:
+        if replace:
+            raise click.UsageError("--replace goes with a plain mine, not --history")
         _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
         return
     if since or max_commits:
@@ -145,7 +150,7 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
 
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
-                          store=store, progress=progress)
+                          store=store, progress=progress, replace=replace)
     except KeyboardInterrupt:
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)
@@ -159,6 +164,10 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         return
     from skel.tables import table
 
+    if report.replaced:
+        r = report.replaced
+        click.echo(f"replaced source {report.source} mined from {r['origin'] or r['root']}: deleted its "
+                   f"{r['kernels']} kernels ({r['files']} files)")
     click.echo(f"mined {report.source} {report.version} from {report.root} in {report.seconds:.1f}s")
     click.echo(table(["files", "kernel files", "kernels", "parsed", "from cache", "unchanged", "removed", "skipped"],
                      [[report.files, report.kernel_files, report.kernels, report.parsed, report.cached,
@@ -613,6 +622,46 @@ def store_info(location, as_json):
             for s in info.sources]
     if rows:
         click.echo(table(["source", "version", "state", "kernels", "files"], rows))
+
+
+# --- sources -----------------------------------------------------------------------------
+
+@cli.group()
+def sources() -> None:
+    """The sources mined into the knowledge base: list them, remove one."""
+
+
+@sources.command("list")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def sources_list(store, as_json):
+    """Every mined source: its name (what `skel mine --source` sets), version, state,
+    counts, and origin (its repository's remote and path, its folder, or package:NAME)."""
+    found = api.sources(store)
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(__import__("json").dumps([asdict(s) for s in found], indent=2))
+        return
+    if not found:
+        click.echo("no sources mined yet (`skel mine PATH`)")
+        return
+    from skel.tables import table
+
+    click.echo(table(["source", "version", "state", "kernels", "files", "origin"],
+                     [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", ""),
+                       s.origin or f"{s.root} (recorded before origins)"] for s in found], max_width=160))
+
+
+@sources.command("remove")
+@click.argument("name")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def sources_remove(name, store):
+    """Delete the source NAME from the knowledge base: its kernels and its record (the
+    code itself is not touched; mine it again to bring it back)."""
+    record, removed = api.remove_source(name, store=store)
+    click.echo(f"removed source {record.name} ({record.origin or record.root}): {removed['kernels']} kernels, "
+               f"{removed['files']} files")
 
 
 def main() -> None:  # console-script entry point

@@ -116,6 +116,10 @@ class SourceRecord:
     started: float
     finished: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    # where the code comes from (skel.miner.sources: a remote and path, a resolved folder,
+    # package:NAME): what tells the same source from another one with the same name. ""
+    # in records written before it existed (the miner then compares ``root``).
+    origin: str = ""
 
 
 @dataclass
@@ -305,14 +309,34 @@ class KnowledgeBase:
         self._col("sources").upsert(
             ids=[s.name], embeddings=[_PLACEHOLDER],
             metadatas=[{"name": s.name, "version": s.version, "root": s.root, "state": s.state,
-                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts)}],
+                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts),
+                        "origin": s.origin}],
         )
 
     def sources(self) -> list[SourceRecord]:
         res = self._col("sources").get(include=["metadatas"])
-        return [SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
-                             started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]))
-                for m in res["metadatas"]]
+        return sorted((_source_record(m) for m in res["metadatas"]), key=lambda s: s.name)
+
+    def source(self, name: str) -> SourceRecord | None:
+        got = self._col("sources").get(ids=[name], include=["metadatas"])
+        return _source_record(got["metadatas"][0]) if got["ids"] else None
+
+    def remove_source(self, name: str) -> dict[str, int]:
+        """Delete a source: its kernels, its files' commit markers and its record; the
+        statistics are recomputed. Returns what was removed ({"kernels": n, "files": m}).
+
+        Markers go first: were this interrupted, a later mine of the name redoes every file
+        rather than trusting markers whose kernels are gone; the record goes last, so an
+        interrupted removal is still listed and can be run again."""
+        files = self._col("files").get(where={"source": name}, include=[])["ids"]
+        kernels = self._col("kernels").get(where={"source": name}, include=[])["ids"]
+        if files:
+            self._col("files").delete(ids=files)
+        if kernels:
+            self._col("kernels").delete(ids=kernels)
+        self._col("sources").delete(ids=[name])
+        self.recompute_stats()
+        return {"kernels": len(kernels), "files": len(files)}
 
     # --- statistics ---------------------------------------------------------------------
     def put_stats(self, stats: Stats) -> None:
@@ -410,6 +434,12 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+def _source_record(m: dict) -> SourceRecord:
+    return SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
+                        started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]),
+                        origin=m.get("origin") or "")
 
 
 def _file_id(source: str, file: str) -> str:

@@ -1,0 +1,174 @@
+"""Regression tests for bugs found by trying skel as a new user would (issue #11): sources
+that share a name, a read-only store, argument validation, a closed output pipe and the
+progress display. Each test reproduces the reported failure first-hand; none needs a GPU,
+a network or the real embedding model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import write
+from skel.cli import cli
+from skel.errors import UsageError
+
+KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(a_ptr, b_ptr, c_ptr, BT: tl.constexpr):
+    o = tl.arange(0, BT)
+    a = tl.load(a_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    b = tl.load(b_ptr + o[:, None] * BT + o[None, :]).to(tl.float32)
+    tl.store(c_ptr + o[:, None] * BT + o[None, :], tl.dot(a, b))
+'''
+
+
+def _folder(root, n, stem="k"):
+    for i in range(n):
+        write(root / f"{stem}{i}.py", KERNEL.format(name=f"{stem}{i}_kernel"))
+    return root
+
+
+def _mine(path, kb, embedder, **kw):
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+
+    return mine(DirectorySource(path, kw.pop("name", None)), kb, embedder=embedder, jobs=1, **kw)
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/local/bin"})
+
+
+# --- 1. two folders with one name ------------------------------------------------------------
+
+def test_a_second_folder_with_a_taken_name_is_refused_and_deletes_nothing(tmp_path, kb, hash_embedder):
+    """Reported: mining b/ops after a/ops replaced a/ops's kernels (285 -> 31, "removed
+    107", exit 0)."""
+    a = _folder(tmp_path / "a" / "ops", 3)
+    b = _folder(tmp_path / "b" / "ops", 1, stem="other")
+    assert _mine(a, kb, hash_embedder).kernels == 3
+    with pytest.raises(UsageError) as info:
+        _mine(b, kb, hash_embedder)
+    msg = str(info.value)
+    assert "'ops'" in msg and str(a.resolve()) in msg and str(b.resolve()) in msg
+    assert "--source NAME" in msg and "--replace" in msg and "(3 kernels)" in msg
+    assert kb.count() == 3 and {r.file for r in kb.kernels()} == {"k0.py", "k1.py", "k2.py"}
+    (src,) = kb.sources()
+    assert (src.name, src.origin, src.state) == ("ops", str(a.resolve()), "complete")
+
+
+def test_the_same_folder_however_spelled_is_the_same_source(tmp_path, kb, hash_embedder, monkeypatch):
+    a = _folder(tmp_path / "a" / "ops", 2)
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    assert _mine(a, kb, hash_embedder).kernels == 2
+    monkeypatch.chdir(tmp_path / "a")
+    again = _mine("ops", kb, hash_embedder)  # relative
+    assert again.unchanged == 2 and again.removed == 0
+    via_link = _mine(tmp_path / "link" / "ops", kb, hash_embedder)
+    assert via_link.unchanged == 2 and via_link.removed == 0 and kb.count() == 2
+
+
+def test_replace_deletes_the_other_source_first_and_says_so(tmp_path, kb, hash_embedder):
+    a = _folder(tmp_path / "a" / "ops", 3)
+    b = _folder(tmp_path / "b" / "ops", 1, stem="other")
+    _mine(a, kb, hash_embedder)
+    report = _mine(b, kb, hash_embedder, replace=True)
+    assert report.replaced == {"origin": str(a.resolve()), "root": str(a), "kernels": 3, "files": 3}
+    assert report.kernels == 1 and kb.count() == 1 and kb.stats().total_kernels == 1
+    (src,) = kb.sources()
+    assert src.origin == str(b.resolve())
+    assert _mine(b, kb, hash_embedder, replace=True).replaced is None  # same origin: nothing to replace
+
+
+def test_clones_of_one_remote_are_one_source_and_no_credentials_are_stored(tmp_path, kb, hash_embedder):
+    """Team members mine their own checkouts (any path, any protocol) into one shared
+    store: the remote, not the folder, says which code it is."""
+    from skel.miner.sources import DirectorySource, GitSource
+
+    clones = []
+    for where, url in (("x", "https://alice:s3cret@github.com/Org/Kern.git"), ("y", "git@github.com:Org/Kern")):
+        repo = tmp_path / where / "kern"
+        _folder(repo / "ops", 2)
+        _git(repo, "init", "-q")
+        _git(repo, "add", ".")
+        _git(repo, "commit", "-qm", "k")
+        _git(repo, "remote", "add", "origin", url)
+        clones.append(repo)
+    origins = {DirectorySource(c / "ops").origin for c in clones} | {GitSource(clones[0] / "ops", "HEAD").origin}
+    assert origins == {"github.com/Org/Kern/ops"}
+    _mine(clones[0] / "ops", kb, hash_embedder)
+    assert _mine(clones[1] / "ops", kb, hash_embedder).replaced is None and kb.count() == 2
+    stored = json.dumps([s.__dict__ for s in kb.sources()])
+    assert "s3cret" not in stored and "alice" not in stored
+
+
+def test_a_folder_without_a_remote_is_known_by_its_resolved_path(tmp_path, kb, hash_embedder):
+    from skel.miner.sources import DirectorySource, GitSource
+
+    repo = tmp_path / "r"
+    _folder(repo / "ops", 1)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "k")
+    here = str((repo / "ops").resolve())
+    assert DirectorySource(repo / "ops").origin == GitSource(repo / "ops", "HEAD").origin == here
+
+
+def test_stores_mined_before_origins_keep_working(tmp_path, kb, hash_embedder):
+    """A record written by an earlier skel has no origin: its root (the path given then)
+    decides, and a re-mine records the origin."""
+    a = _folder(tmp_path / "a" / "ops", 2)
+    b = _folder(tmp_path / "b" / "ops", 1, stem="other")
+    _mine(a, kb, hash_embedder)
+    col = kb._col("sources")
+    md = col.get(ids=["ops"], include=["metadatas"])["metadatas"][0]
+    legacy = {k: v for k, v in md.items() if k != "origin"}
+    col.delete(ids=["ops"])
+    col.add(ids=["ops"], embeddings=[[1.0]], metadatas=[legacy])
+    assert kb.source("ops").origin == ""
+    with pytest.raises(UsageError, match="--replace"):
+        _mine(b, kb, hash_embedder)
+    assert kb.count() == 2
+    assert _mine(a, kb, hash_embedder).unchanged == 2
+    assert kb.source("ops").origin == str(a.resolve())
+
+
+def test_sources_list_and_remove_on_the_command_line(tmp_path, kb, hash_embedder):
+    a = _folder(tmp_path / "a" / "ops", 3)
+    b = _folder(tmp_path / "b" / "ops", 1, stem="other")
+    _mine(a, kb, hash_embedder)
+    _mine(b, kb, hash_embedder, name="ops-b")
+    store = kb.location
+    runner = CliRunner()
+    r = runner.invoke(cli, ["sources", "list", "--store", store, "--json"])
+    assert r.exit_code == 0, r.output
+    assert [(s["name"], s["origin"], s["counts"]["kernels"]) for s in json.loads(r.stdout)] == [
+        ("ops", str(a.resolve()), 3), ("ops-b", str(b.resolve()), 1)]
+    r = runner.invoke(cli, ["sources", "remove", "ops", "--store", store])
+    assert r.exit_code == 0 and "removed source ops" in r.stdout and "3 kernels, 3 files" in r.stdout
+    assert kb.count() == 1 and [s.name for s in kb.sources()] == ["ops-b"] and kb.stats().total_kernels == 1
+    assert kb.file_hashes("ops") == {}
+    r = runner.invoke(cli, ["sources", "remove", "ops", "--store", store])
+    assert (r.exit_code, r.stderr) == (2, "skel: error: no source named 'ops' in the store (known: ops-b)\n")
+
+
+def test_mine_refusal_on_the_command_line_is_one_line(tmp_path, kb, hash_embedder):
+    a = _folder(tmp_path / "a" / "ops", 2)
+    b = _folder(tmp_path / "b" / "ops", 1, stem="other")
+    _mine(a, kb, hash_embedder)
+    r = CliRunner().invoke(cli, ["mine", str(b), "--store", kb.location, "--no-progress"])
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("skel: error: the store already has a source named 'ops'")
+    assert kb.count() == 2
+    r = CliRunner().invoke(cli, ["mine", str(b), "--store", kb.location, "--no-progress", "--replace"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith(f"replaced source ops mined from {a.resolve()}: deleted its 2 kernels (2 files)\n")
