@@ -77,6 +77,7 @@ class StoreInfo:
     schema: int
     kernels: int
     sources: list[SourceRecord]
+    note: str | None = None  # e.g. a read-only store, read from a copy
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,7 +122,8 @@ def store_info(location: str | None = None) -> StoreInfo:
 
     kb = open_store(location or default_location(), create=False)
     assert kb is not None  # an explicit location opens or raises
-    return StoreInfo(location=kb.location, schema=SCHEMA_VERSION, kernels=kb.count(), sources=kb.sources())
+    return StoreInfo(location=kb.location, schema=SCHEMA_VERSION, kernels=kb.count(), sources=kb.sources(),
+                     note=kb.note)
 
 
 # --- suggest -----------------------------------------------------------------------------
@@ -170,6 +172,8 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof)
     introduced = _history_of(kb)
     for r in results:
+        if kb is not None and kb.note:
+            r.notes.append(kb.note)
         for s in r.suggestions:
             if s.id in introduced:
                 s.history = introduced[s.id].line()

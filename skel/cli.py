@@ -618,6 +618,8 @@ def store_info(location, as_json):
     from skel.tables import table
 
     click.echo(f"store {info.location} (schema v{info.schema}): {info.kernels} kernels")
+    if info.note:
+        click.echo(f"note: {info.note}")
     rows = [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", "")]
             for s in info.sources]
     if rows:

@@ -171,6 +171,9 @@ class KnowledgeBase:
         self._client = client
         self.location = location
         self._cols: dict[str, Any] = {}
+        # said to the user with what is read from here (a read-only store is read from a copy)
+        self.note: str | None = None
+        self.read_only = False  # a copy of a read-only store: what is written here is dropped
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -196,6 +199,16 @@ class KnowledgeBase:
                     raise StoreError(f"no knowledge base at {path} (run `skel mine` first, or pass --store)")
                 if path.exists() and not path.is_dir():
                     raise StoreError(f"store location {path} is a file, not a directory")
+                if path.exists() and not _writable(path):
+                    if create:
+                        raise StoreError(f"store at {path} is read-only (permissions or a read-only "
+                                         "filesystem): this needs a writable --store")
+                    # chroma writes on open (migrations, its lock), even to read: read a copy
+                    kb = cls(chromadb.PersistentClient(path=_read_only_copy(path), settings=settings), location)
+                    kb.note = f"the store at {path} is read-only: read from a temporary copy"
+                    kb.read_only = True
+                    kb._check_schema()
+                    return kb
                 path.mkdir(parents=True, exist_ok=True)
                 client = chromadb.PersistentClient(path=str(path), settings=settings)
         except StoreError:
@@ -328,6 +341,8 @@ class KnowledgeBase:
         Markers go first: were this interrupted, a later mine of the name redoes every file
         rather than trusting markers whose kernels are gone; the record goes last, so an
         interrupted removal is still listed and can be run again."""
+        if self.read_only:
+            raise StoreError(f"store at {self.location} is read-only: cannot remove a source from it")
         files = self._col("files").get(where={"source": name}, include=[])["ids"]
         kernels = self._col("kernels").get(where={"source": name}, include=[])["ids"]
         if files:
@@ -434,6 +449,46 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+def _writable(path: Path) -> bool:
+    """Can this process write the store's folder and database? False on a read-only
+    filesystem even for root (access(2) reports EROFS whoever asks)."""
+    db = path / "chroma.sqlite3"
+    return os.access(path, os.W_OK) and (not db.exists() or os.access(db, os.W_OK))
+
+
+# read-only stores copied in this process: path -> (what the copy was taken of, the copy),
+# so a long-running server opening the store per request copies it once, not every time
+_READ_ONLY_COPIES: dict[str, tuple[tuple, str]] = {}
+
+
+def _read_only_copy(path: Path) -> str:
+    """A private, writable copy of the read-only store at ``path`` (its chroma files; the
+    history beside them is read in place), removed when the process exits; reused while
+    the store's files are unchanged."""
+    import atexit
+    import shutil
+    import tempfile
+
+    def signature() -> tuple:
+        return tuple(sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns)
+                            for f in path.rglob("*") if f.is_file() and f.relative_to(path).parts[0] != "history"))
+
+    key = str(path.resolve())
+    sig = signature()
+    kept = _READ_ONLY_COPIES.get(key)
+    if kept is not None and kept[0] == sig and Path(kept[1]).is_dir():
+        return kept[1]
+    tmp = tempfile.mkdtemp(prefix="skel-read-only-store-")
+    atexit.register(shutil.rmtree, tmp, True)
+    copy = str(Path(tmp) / "store")
+    try:
+        shutil.copytree(path, copy, ignore=lambda d, names: ["history"] if Path(d) == path else [])
+    except OSError as exc:
+        raise StoreError(f"store at {path} is read-only and could not be copied to read it: {exc}") from exc
+    _READ_ONLY_COPIES[key] = (sig, copy)
+    return copy
 
 
 def _source_record(m: dict) -> SourceRecord:

@@ -172,3 +172,88 @@ def test_mine_refusal_on_the_command_line_is_one_line(tmp_path, kb, hash_embedde
     r = CliRunner().invoke(cli, ["mine", str(b), "--store", kb.location, "--no-progress", "--replace"])
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith(f"replaced source ops mined from {a.resolve()}: deleted its 2 kernels (2 files)\n")
+
+
+# --- 2. a store on a read-only filesystem ---------------------------------------------------
+
+def _snapshot(store):
+    import hashlib
+
+    return {str(f.relative_to(store)): hashlib.sha1(f.read_bytes()).hexdigest()
+            for f in sorted(store.rglob("*")) if f.is_file()}
+
+
+@pytest.fixture
+def mined(tmp_path, hash_embedder):
+    from skel.store.knowledge import KnowledgeBase
+
+    store = tmp_path / "store"
+    kb = KnowledgeBase.open(str(store))
+    for i in range(2):  # kernels that use the technique suggested for the query below
+        write(tmp_path / "repo" / f"k{i}.py", KERNEL.format(name=f"k{i}").replace(
+            "tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")'))
+    _mine(tmp_path / "repo", kb, hash_embedder, name="demo")
+    del kb
+    query = write(tmp_path / "q.py", KERNEL.format(name="mine_kernel"))
+    return store, query
+
+
+def test_a_read_only_store_is_read_from_a_copy_simulated(mined, monkeypatch):
+    """Reported: `suggest` and `store info` on a read-only filesystem died with "attempt to
+    write a readonly database". Simulated here (tests may run as root, where chmod blocks
+    nothing): the store says it is not writable; the real mount is the next test."""
+    from skel import api
+    from skel.store import knowledge
+
+    store, query = mined
+    before = _snapshot(store)
+    monkeypatch.setattr(knowledge, "_writable", lambda path: False)
+    info = api.store_info(str(store))
+    assert info.kernels == 2 and [s.name for s in info.sources] == ["demo"]
+    assert info.note == f"the store at {store} is read-only: read from a temporary copy"
+    (result,) = api.suggest(query, store=str(store))
+    assert info.note in result.notes
+    assert any(e.source == "demo" for s in result.suggestions for e in s.evidence)
+    assert _snapshot(store) == before, "the read-only store itself was written"
+    with pytest.raises(knowledge.StoreError, match="read-only"):
+        api.remove_source("demo", store=str(store))
+    with pytest.raises(knowledge.StoreError, match="read-only .*needs a writable --store"):
+        api.mine(str(query.parent), store=str(store))
+    assert _snapshot(store) == before
+
+
+def _read_only_mount_works(tmp_path) -> bool:
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount --bind {probe} {probe} && "
+                        f"mount -o remount,ro,bind {probe} && ! touch {probe}/x 2>/dev/null"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+def test_a_read_only_mount_is_readable_from_the_command_line(mined, tmp_path):
+    """The real thing: the store bind-mounted read-only in a private mount namespace
+    (``unshare -rm``; skipped where user namespaces are not allowed)."""
+    import shlex
+    import sys
+
+    from conftest import ROOT
+
+    if not _read_only_mount_works(tmp_path):
+        pytest.skip("no read-only bind mount here (unshare -rm refused)")
+    store, query = mined
+    before = _snapshot(store)
+    skel = f"{shlex.quote(sys.executable)} -m skel.cli"
+    script = (f"mount --bind {store} {store} && mount -o remount,ro,bind {store} && "
+              f"{skel} store info --store {store} && {skel} suggest {query} --store {store} --format json; "
+              f"echo rc=$?; {skel} mine {query.parent} --store {store}; echo rc=$?")
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    out = r.stdout
+    assert out.startswith(f"store {store} (schema v1): 2 kernels\nnote: the store at {store} is read-only"), \
+        out + r.stderr
+    data = json.loads(out[out.index("{"):out.index("\nrc=")])
+    assert any(f"the store at {store} is read-only" in n for k in data["kernels"] for n in k["notes"])
+    assert "rc=0" in out and out.rstrip().endswith("rc=2")
+    assert f"skel: error: store at {store} is read-only" in r.stderr and "readonly database" not in r.stderr
+    assert _snapshot(store) == before
