@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int, str], None]  # (done, total, label), label "store" while storing
 
 _ARCH = re.compile(r"(?:sm_?)?(\d{2,3})a?")
+# a Triton release as pip spells it: 3.4, 3.4.0, 3.4.0rc1, 3.5.0.post1, 3.6.0+git1234abcd
+_TRITON = re.compile(r"\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?(?:\+[A-Za-z0-9.]+)?")
 
 
 @dataclass
@@ -100,11 +102,13 @@ def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None:
 
     ``create=True`` (mining) opens ``location``, the default location when None, creating
     it. ``create=False`` (reading) never creates anything: an explicit location must hold a
-    knowledge base (StoreError otherwise, so a mistyped ``--store`` is not silently answered
-    from the catalog alone), while the default location is used only if it exists, and
-    None comes back when it does not — a fresh install still answers from the catalog.
+    knowledge base (StoreError otherwise, so a mistyped ``--store`` or a share that is not
+    mounted is not silently answered from the catalog alone), while the default location
+    is used only if it exists, and None comes back when it does not — a fresh install
+    still answers from the catalog. An explicit location that *is* the default one (the
+    same folder) is treated as the default, so naming it changes nothing.
     """
-    from skel.store.knowledge import KnowledgeBase, default_location
+    from skel.store.knowledge import KnowledgeBase, default_location, server_address
 
     if create:
         return KnowledgeBase.open(location, create=True)
@@ -112,7 +116,20 @@ def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None:
         location = default_location()
         if not Path(location).exists():
             return None
+    elif server_address(location) is None and not Path(location).exists():
+        if Path(location).resolve() == Path(default_location()).resolve():
+            return None
+        raise _missing_store(location)
     return KnowledgeBase.open(location, create=False)
+
+
+def _missing_store(location: str, *, explicit: bool = True) -> Exception:
+    from skel.errors import StoreError
+
+    if not explicit:
+        return StoreError(f"no knowledge base at {location} yet: mine something first (`skel mine PATH`)")
+    return StoreError(f"no knowledge base at {location}: mine into it first (`skel mine PATH --store {location}`); "
+                      "without --store, suggest, show and list answer from the built-in catalog alone")
 
 
 def store_info(location: str | None = None) -> StoreInfo:
@@ -120,8 +137,9 @@ def store_info(location: str | None = None) -> StoreInfo:
     default store is an error here (the same one an explicit missing location gives)."""
     from skel.store.knowledge import SCHEMA_VERSION, default_location
 
-    kb = open_store(location or default_location(), create=False)
-    assert kb is not None  # an explicit location opens or raises
+    kb = open_store(location, create=False)
+    if kb is None:  # nothing mined at the default location yet
+        raise _missing_store(default_location(), explicit=False)
     return StoreInfo(location=kb.location, schema=SCHEMA_VERSION, kernels=kb.count(), sources=kb.sources(),
                      note=kb.note)
 
@@ -140,8 +158,12 @@ def parse_target(backend: str | None, arch: str | None, triton: str | None) -> T
         if not m:
             raise UsageError(f"--arch {arch!r}: expected e.g. sm80, sm90, sm100")
         cc = int(m.group(1))
+    if triton is not None and not _TRITON.fullmatch(triton.strip()):
+        raise UsageError(f"--triton {triton!r}: expected a version such as 3.4 or 3.4.0")
     if triton is None:
         triton = _installed_triton()
+    else:
+        triton = triton.strip()
     return Target(backend=backend, cc=cc, triton=triton)
 
 
@@ -311,14 +333,14 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
 def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
     """The history files of a store (skel/store/history.py). Reading never creates: a
     missing default store is None (nothing mined), a missing explicit one an error."""
-    from skel.errors import StoreError
     from skel.store.history import HistoryStore
-    from skel.store.knowledge import default_location
+    from skel.store.knowledge import default_location, server_address
 
     location = store or default_location()
+    server_address(location)  # refuses ftp://x or localhost:8000 before a folder of that name is made
     if not create and not location.startswith(("http://", "https://")) and not Path(location).exists():
-        if store:
-            raise StoreError(f"no knowledge base at {location} (run `skel mine` first, or pass --store)")
+        if store and Path(store).resolve() != Path(default_location()).resolve():
+            raise _missing_store(location)
         return None
     return HistoryStore(location)
 

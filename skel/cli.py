@@ -16,7 +16,9 @@ from skel import api
 from skel.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO_SUGGESTION, EXIT_OK, SkelError
 
 STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chroma server "
-              "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store.")
+              "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store. "
+              "A --store given to read from must exist (a typo is an error, not a catalog-only answer); "
+              "without --store, nothing mined yet means the built-in catalog answers alone.")
 
 
 def target_options(f):
@@ -35,14 +37,29 @@ class _Skel(click.Group):
     A ``SkelError`` is expected and says what to fix (``skel: error: ...``). Any other
     exception is a bug in skel; it is named in one line too, because exit 1 means "no
     skeleton applies" and a traceback exit would read as that to a script. ``--debug``
-    prints the traceback for either.
+    prints the traceback for either. A usage error (a bad option value, a missing
+    argument) is one line too, with the command whose --help explains it. A closed
+    standard output (``skel mine ... | head``) ends quietly with status 141, as a tool
+    killed by SIGPIPE would.
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            _usage_line(exc)
+        except BrokenPipeError:  # --help or --version into a closed pipe
+            _closed_pipe()
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_line(exc)
+        except BrokenPipeError:
+            _closed_pipe()
         except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise  # click's own usage errors, exits and aborts keep click's handling
+            raise  # click's own exits and aborts keep click's handling
         except SkelError as exc:
             if ctx.params.get("debug"):
                 _print_traceback()
@@ -55,6 +72,33 @@ class _Skel(click.Group):
                 what = ": ".join(filter(None, [type(exc).__name__, " ".join(str(exc).split())]))
                 click.echo(f"skel: internal error: {what} (run with --debug for the traceback)", err=True)
             ctx.exit(EXIT_ERROR)
+
+
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
+
+
+def _usage_line(exc: click.UsageError):
+    """A usage error as one line on stderr and exit 2 (click would print the usage block);
+    ``skel GROUP`` without a subcommand still shows the group's help."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
+    where = exc.ctx.command_path if exc.ctx else "skel"
+    click.echo(f"skel: error: {exc.format_message()} (see `{where} --help`)", err=True)
+    raise click.exceptions.Exit(exc.exit_code)
+
+
+def _closed_pipe():
+    """The reader of standard output went away: nothing more can be said there, and saying
+    it on stderr would only be noise. Point stdout at /dev/null so the final flush at
+    exit cannot fail again, and leave with 141."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (an embedding program): nothing to redirect
+        pass
+    raise click.exceptions.Exit(EXIT_CLOSED_PIPE)
 
 
 def _print_traceback() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,14 +186,15 @@ class KnowledgeBase:
         except ImportError as exc:  # pragma: no cover - install problem
             raise StoreError(f"chromadb is not installed: {exc}") from exc
         settings = Settings(anonymized_telemetry=False)
+        server = server_address(location)
         try:
-            if location.startswith(("http://", "https://")):
-                from urllib.parse import urlparse
-
-                u = urlparse(location)
-                client = chromadb.HttpClient(host=u.hostname or "localhost", port=u.port or 8000,
-                                             ssl=u.scheme == "https", settings=settings)
-                client.heartbeat()
+            if server is not None:
+                host, port, ssl = server
+                try:
+                    client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+                    client.heartbeat()
+                except Exception as exc:  # noqa: BLE001 - chroma's errors say little; _reason says what it can
+                    raise StoreError(f"cannot reach the Chroma server at {location}: {_reason(exc)}") from exc
             else:
                 path = Path(location)
                 if not create and not path.exists():
@@ -449,6 +451,55 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d+/?$")
+
+
+def server_address(location: str) -> tuple[str, int, bool] | None:
+    """(host, port, https) when ``location`` names a Chroma server, None for a folder.
+
+    Only http:// and https:// name a server. Anything else that reads as an address is
+    refused rather than taken as a folder name: another scheme (``ftp://x``), or
+    ``HOST:PORT`` without one (``localhost:8000``), unless a folder of that name exists."""
+    from urllib.parse import urlparse
+
+    m = _SCHEME.match(location)
+    if m is None:
+        if _HOST_PORT.match(location) and not Path(location).exists():
+            raise StoreError(f"store location {location!r} looks like HOST:PORT: write http://{location.rstrip('/')} "
+                             f"for a Chroma server, or ./{location} for a folder of that name")
+        return None
+    scheme = m.group(1).lower()
+    if scheme not in ("http", "https"):
+        raise StoreError(f"store location {location!r}: {scheme}:// is not supported; a store is a folder "
+                         "or http(s)://HOST:PORT (a Chroma server)")
+    u = urlparse(location)
+    try:
+        port = u.port
+    except ValueError:
+        raise StoreError(f"store location {location!r}: the port is not a number from 1 to 65535") from None
+    if not u.hostname:
+        raise StoreError(f"store location {location!r}: no host (expected http(s)://HOST:PORT)")
+    if port == 0:
+        raise StoreError(f"store location {location!r}: the port is not a number from 1 to 65535")
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname  # an IPv6 literal keeps its brackets
+    return host, port or 8000, scheme == "https"
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why a server did not answer as Chroma: the first message in the
+    exception's chain, an HTML page or an empty body named as such."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = " ".join(str(seen).split())
+        if text.startswith("<") or "<html" in text.lower():
+            return "it answered with a web page: is it a Chroma server (`chroma run`)?"
+        if text:
+            return text[:200] + ("..." if len(text) > 200 else "")
+        seen = seen.__cause__ or seen.__context__
+    return f"{type(exc).__name__} with no message: is it a Chroma server (`chroma run`), and running?"
 
 
 def _writable(path: Path) -> bool:

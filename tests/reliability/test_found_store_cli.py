@@ -257,3 +257,201 @@ def test_a_read_only_mount_is_readable_from_the_command_line(mined, tmp_path):
     assert "rc=0" in out and out.rstrip().endswith("rc=2")
     assert f"skel: error: store at {store} is read-only" in r.stderr and "readonly database" not in r.stderr
     assert _snapshot(store) == before
+
+
+# --- 3. arguments --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["banana", "3", "3.x", "v3.4", "3.4.0 beta", ""])
+def test_a_triton_version_that_is_not_one_is_refused(bad):
+    """Reported: `--triton banana` was accepted and silently changed the results."""
+    from skel import api
+
+    with pytest.raises(UsageError, match="expected a version such as 3.4"):
+        api.parse_target(None, None, bad)
+
+
+@pytest.mark.parametrize("good", ["3.4", "3.4.0", " 3.7.1 ", "3.4.0rc1", "3.5.0.post1", "3.6.0+git1234abcd"])
+def test_triton_versions_as_pip_spells_them_are_accepted(good):
+    from skel import api
+
+    assert api.parse_target(None, None, good).triton == good.strip()
+
+
+def test_triton_banana_on_the_command_line_is_one_line(tmp_path):
+    k = write(tmp_path / "k.py", KERNEL.format(name="k"))
+    r = CliRunner().invoke(cli, ["suggest", str(k), "--triton", "banana"])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == "skel: error: --triton 'banana': expected a version such as 3.4 or 3.4.0\n"
+
+
+@pytest.mark.parametrize("location,says", [
+    ("localhost:8000", "looks like HOST:PORT: write http://localhost:8000 for a Chroma server"),
+    ("10.0.0.7:8000", "looks like HOST:PORT: write http://10.0.0.7:8000"),
+    ("ftp://x", "ftp:// is not supported"),
+    ("s3://bucket/store", "s3:// is not supported"),
+    ("http://127.0.0.1:abc", "the port is not a number"),
+    ("http://127.0.0.1:0", "the port is not a number"),
+    ("http:///store", "no host"),
+])
+def test_store_locations_that_are_not_folders_are_refused_and_create_nothing(tmp_path, monkeypatch, location, says):
+    """Reported: `--store localhost:8000` made a local folder, `ftp://x` was taken as a path."""
+    from skel import api
+    from skel.store.knowledge import KnowledgeBase, StoreError
+
+    monkeypatch.chdir(tmp_path)
+    for attempt in (lambda: KnowledgeBase.open(location), lambda: api.open_store(location, create=False),
+                    lambda: api.history_events(store=location)):
+        with pytest.raises(StoreError, match=says.replace("(", r"\(").replace(".", r"\.")):
+            attempt()
+    r = CliRunner().invoke(cli, ["mine", str(_folder(tmp_path / "src", 1)), "--store", location, "--no-progress"])
+    assert r.exit_code == 2 and says in r.stderr and r.stderr.count("\n") == 1
+    r = CliRunner().invoke(cli, ["mine", "--history", str(tmp_path / "src"), "--store", location])
+    assert r.exit_code == 2 and says in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"], "a folder was made for a non-folder location"
+
+
+def test_a_folder_that_is_named_like_host_port_is_still_a_folder(tmp_path, monkeypatch, hash_embedder):
+    from skel.store.knowledge import KnowledgeBase
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "localhost:8000").mkdir()
+    assert KnowledgeBase.open("localhost:8000").count() == 0
+    assert KnowledgeBase.open("./localhost:9000").count() == 0  # ./ makes any name a folder
+
+
+def _serve(handler_body: bytes, status: int):
+    """A loopback HTTP server that answers every request with ``status`` and the body."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(handler_body)))
+            self.end_headers()
+            self.wfile.write(handler_body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("body,status,says", [
+    (b'{"error": "InternalError", "message": ""}', 503, "InternalError with no message: is it a Chroma server"),
+    (b"", 404, "Client error '404 Not Found'"),
+    (b"", 500, "Server error '500 Internal Server Error'"),
+    (b"<!DOCTYPE HTML><html><body>404</body></html>", 404, "it answered with a web page: is it a Chroma server"),
+])
+def test_a_server_that_is_not_chroma_gets_a_message_that_says_so(body, status, says):
+    """Reported: an unreachable server gave `ValueError:` with an empty message."""
+    from skel.store.knowledge import KnowledgeBase, StoreError
+
+    server = _serve(body, status)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(StoreError) as info:
+            KnowledgeBase.open(url)
+    finally:
+        server.shutdown()
+    msg = str(info.value)
+    assert msg.startswith(f"cannot reach the Chroma server at {url}: ") and says in msg and "\n" not in msg
+
+
+def test_no_server_listening_is_named_plainly():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = CliRunner().invoke(cli, ["store", "info", "--store", f"http://127.0.0.1:{port}"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"skel: error: cannot reach the Chroma server at http://127.0.0.1:{port}: ")
+    assert not r.stderr.rstrip().endswith(":") and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args,says", [
+    (["suggest", "K", "-k", "0"], "Invalid value for '-k': 0 is not in the range 1<=x<=50."),
+    (["suggest"], "Missing argument 'KERNEL_FILE'."),
+    (["--bogus"], "No such option '--bogus'."),
+    (["skeletons", "show", "online-softmax", "--format", "x"], "Invalid value for '--format'"),
+])
+def test_usage_errors_are_one_line_and_exit_2(tmp_path, args, says):
+    """Reported: `-k 0` printed click's usage block instead of one line."""
+    k = write(tmp_path / "k.py", KERNEL.format(name="k"))
+    r = CliRunner().invoke(cli, [str(k) if a == "K" else a for a in args])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("skel: error: ") and says in r.stderr and r.stderr.count("\n") == 1
+    assert "Usage:" not in r.stderr and "--help`)" in r.stderr
+
+
+def test_a_group_without_a_subcommand_still_shows_its_help():
+    r = CliRunner().invoke(cli, ["skeletons"])
+    assert "Browse the skeleton catalog." in r.output and "skel: error" not in r.output
+
+
+def _closed_reader(args, tmp_path):
+    """Run the CLI with its stdout a pipe whose reader has already gone (`| head` after
+    the first line, at its most abrupt)."""
+    import os
+    import sys
+
+    from conftest import ROOT
+
+    read, write_end = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "skel.cli", *args], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, timeout=300)
+    finally:
+        os.close(write_end)
+
+
+def test_a_closed_stdout_pipe_ends_quietly_with_141(tmp_path):
+    """Reported: `skel mine ... | head` exited 1 (then 2, "internal error: BrokenPipeError")."""
+    src = _folder(tmp_path / "src", 2)
+    r = _closed_reader(["mine", str(src), "--store", str(tmp_path / "store")], tmp_path)
+    assert (r.returncode, r.stderr) == (141, "")
+    r = _closed_reader(["skeletons", "list"], tmp_path)
+    assert (r.returncode, r.stderr) == (141, "")
+    r = _closed_reader(["--help"], tmp_path)
+    assert (r.returncode, r.stderr) == (141, "")
+
+
+def test_the_mine_under_a_closed_pipe_was_complete(tmp_path):
+    from skel.store.knowledge import KnowledgeBase
+
+    src = _folder(tmp_path / "src", 3)
+    assert _closed_reader(["mine", str(src), "--store", str(tmp_path / "store")], tmp_path).returncode == 141
+    kb = KnowledgeBase.open(str(tmp_path / "store"), create=False)
+    assert kb.count() == 3 and kb.sources()[0].state == "complete"
+
+
+def test_a_missing_store_named_explicitly_is_an_error_the_default_location_is_not(tmp_path):
+    """Reported: an explicit --store to a missing folder failed where the default location
+    answered from the catalog. Kept on purpose, and now said: a location the user names
+    must exist (a typo or an unmounted share must not quietly lose the mined evidence),
+    the default one is optional; naming the default location itself changes nothing."""
+    from skel.store.knowledge import default_location
+
+    k = write(tmp_path / "k.py", KERNEL.format(name="k"))
+    plain = CliRunner().invoke(cli, ["suggest", str(k), "--format", "json"])
+    assert plain.exit_code in (0, 1) and "no mined kernels yet" in plain.stdout
+    named_default = CliRunner().invoke(cli, ["suggest", str(k), "--format", "json", "--store", default_location()])
+    assert (named_default.exit_code, named_default.stdout) == (plain.exit_code, plain.stdout)
+    missing = tmp_path / "typo"
+    r = CliRunner().invoke(cli, ["suggest", str(k), "--store", str(missing)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (f"skel: error: no knowledge base at {missing}: mine into it first (`skel mine PATH --store "
+                        f"{missing}`); without --store, suggest, show and list answer from the built-in catalog "
+                        "alone\n")
+    for args in (["skeletons", "list"], ["skeletons", "show", "online-softmax"], ["sources", "list"],
+                 ["history", "list"], ["store", "info"]):
+        r = CliRunner().invoke(cli, [*args, "--store", str(missing)])
+        assert r.exit_code == 2 and f"no knowledge base at {missing}:" in r.stderr, args
+    r = CliRunner().invoke(cli, ["store", "info"])
+    assert r.stderr == f"skel: error: no knowledge base at {default_location()} yet: mine something first " \
+                       "(`skel mine PATH`)\n"
+    assert not missing.exists()
