@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from skel.store.knowledge import KnowledgeBase, SourceRecord
     from skel.verifier.run import VerifyResult
 
-Progress = Callable[[int, int, str], None]  # (done, total, label), label "store" while storing
+# (done, total, label): label a file while parsing, "model" while the embedding model loads, "store" while storing
+Progress = Callable[[int, int, str], None]
 
 _ARCH = re.compile(r"(?:sm_?)?(\d{2,3})a?")
 # a Triton release as pip spells it: 3.4, 3.4.0, 3.4.0rc1, 3.5.0.post1, 3.6.0+git1234abcd

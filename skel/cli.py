@@ -177,31 +177,17 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         return
     if since or max_commits:
         raise click.UsageError("--since and --max-commits go with --history")
-    show = not (no_progress or as_json) and sys.stderr.isatty()
-    bars: dict[str, object] = {}
-
-    def progress(done: int, total: int, label: str) -> None:
-        if not show:
-            return
-        stage = "store" if label == "store" else "parse"
-        bar = bars.get(stage)
-        if bar is None:
-            bar = click.progressbar(length=max(total, 1), label=f"{'parsing' if stage == 'parse' else 'storing'}",
-                                    file=sys.stderr, show_pos=True)
-            bar.__enter__()
-            bars[stage] = bar
-        bar.update(done - bar.pos)
-
+    progress = MineProgress(sys.stderr, show=not (no_progress or as_json) and sys.stderr.isatty())
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
                           store=store, progress=progress, replace=replace)
     except KeyboardInterrupt:
+        progress.close()
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        for bar in bars.values():
-            bar.__exit__(None, None, None)
+        progress.close()
 
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
@@ -224,6 +210,40 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         click.echo(table(["file", "reason"], [[s.rel, s.reason] for s in report.skipped[:50]]))
         if len(report.skipped) > 50:
             click.echo(f"... and {len(report.skipped) - 50} more (see --json)")
+
+
+class MineProgress:
+    """The mine's progress on a terminal: one bar per stage (parsing, storing), each ended
+    on its own line before the next begins, so a shorter line never shows the tail of a
+    longer one (``48/1077`` for 48/107), and a label while the embedding model loads."""
+
+    STAGES = {"store": "storing", "model": "loading the embedding model"}
+
+    def __init__(self, file, *, show: bool) -> None:
+        self.file, self.show = file, show
+        self.stage: str | None = None
+        self.bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.show:
+            return
+        stage = label if label in self.STAGES else "parse"  # else a file being parsed
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            if stage == "model":  # no measure of progress: a label on its own line
+                click.echo(f"{self.STAGES[stage]} ...", file=self.file)
+            elif total > 0:
+                self.bar = click.progressbar(length=total, label=self.STAGES.get(stage, "parsing"),
+                                             file=self.file, show_pos=True)
+                self.bar.__enter__()
+        if self.bar is not None:
+            self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)  # finishes the line
+            self.bar = None
 
 
 def _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress):

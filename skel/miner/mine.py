@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from skel.kernels.model import KernelFacts
     from skel.store.knowledge import KnowledgeBase
 
+# (done, total, label): label a file while parsing, "model" (0, 0) while the embedding
+# model loads, "store" while storing
 Progress = Callable[[int, int, str], None]
 BATCH = 48
 
@@ -285,6 +287,14 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
         kb.delete_kernels({"$and": [{"source": name}, {"file": {"$in": removed}}]})
         kb.forget_files(name, removed)
 
+    if embedder is None and any(kernels for _, kernels in writes):
+        if progress:  # loading a model takes seconds: say so rather than sit still
+            progress(0, 0, "model")
+        from skel.embed import default_embedder
+
+        embedder = default_embedder(bulk=True)
+    if progress and writes:
+        progress(0, len(writes), "store")
     for i in range(0, len(writes), BATCH):
         batch = writes[i:i + BATCH]
         records: list[KernelRecord] = []
@@ -302,10 +312,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
                     tokens=k.tokens(), text=k.text(),
                 ))
         if records:
-            if embedder is None:
-                from skel.embed import default_embedder
-
-                embedder = default_embedder(bulk=True)
+            assert embedder is not None  # loaded above: some file has kernels
             kb.bind_embedder(embedder.name)
             vectors = embedder.embed([r.text for r in records])
             for r, v in zip(records, vectors):

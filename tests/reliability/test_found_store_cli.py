@@ -455,3 +455,123 @@ def test_a_missing_store_named_explicitly_is_an_error_the_default_location_is_no
     assert r.stderr == f"skel: error: no knowledge base at {default_location()} yet: mine something first " \
                        "(`skel mine PATH`)\n"
     assert not missing.exists()
+
+
+# --- 4. the progress display ---------------------------------------------------------------
+
+class _Screen:
+    """Just enough of a terminal to see what a person would: carriage return, newline,
+    cursor show/hide (ignored), clear to end of line."""
+
+    def __init__(self) -> None:
+        self.lines = [""]
+        self.col = 0
+
+    def feed(self, text: str) -> None:
+        import re
+
+        for part in re.split(r"(\x1b\[[0-9;?]*[A-Za-z]|\r|\n)", text):
+            if part == "\r":
+                self.col = 0
+            elif part == "\n":
+                self.lines.append("")
+                self.col = 0
+            elif part.startswith("\x1b["):
+                if part == "\x1b[K":
+                    self.lines[-1] = self.lines[-1][:self.col]
+                else:
+                    assert part in ("\x1b[?25l", "\x1b[?25h"), f"unexpected escape {part!r}"
+            elif part:
+                line = self.lines[-1]
+                self.lines[-1] = line[:self.col] + part + line[self.col + len(part):]
+                self.col += len(part)
+
+    @property
+    def shown(self) -> list[str]:
+        return [line.rstrip() for line in self.lines if line.strip()]
+
+
+class _Tty:
+    def __init__(self, screen: _Screen) -> None:
+        self.screen = screen
+
+    def write(self, text: str) -> int:
+        self.screen.feed(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_each_stage_ends_its_line_so_no_stale_digits_show(monkeypatch):
+    """Reported: `48/1077` shown for 48/107 (the storing bar drawn over the longer
+    parsing line), and 15-25 s frozen without a label while the model loaded."""
+    from skel.cli import MineProgress
+
+    monkeypatch.setenv("COLUMNS", "100")
+    screen = _Screen()
+    progress = MineProgress(_Tty(screen), show=True)
+    for done in range(0, 1078, 7):
+        progress(min(done, 1077), 1077, f"pkg/file{done}.py")
+    progress(1077, 1077, "pkg/last.py")
+    progress(0, 0, "model")
+    assert screen.shown[-1] == "loading the embedding model ..."
+    assert screen.shown[-2].startswith("parsing") and screen.shown[-2].endswith("1077/1077")
+    progress(0, 107, "store")
+    progress(48, 107, "store")
+    assert screen.shown[-1].startswith("storing") and screen.shown[-1].endswith("48/107"), screen.shown
+    progress(96, 107, "store")
+    progress(107, 107, "store")
+    progress.close()
+    assert [line.split()[0] for line in screen.shown] == ["parsing", "loading", "storing"]
+    assert screen.shown[-1].endswith("107/107") and screen.lines[-1] == ""
+
+
+def test_the_miner_says_it_is_loading_the_model_before_storing(tmp_path, kb):
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+
+    calls = []
+    mine(DirectorySource(_folder(tmp_path / "src", 3), "src"), kb, jobs=1,
+         progress=lambda done, total, label: calls.append((done, total, label)))
+    labels = [label for _, _, label in calls]
+    first_store = labels.index("store")
+    assert labels.index("model") == first_store - 1 and calls[first_store] == (0, 3, "store")
+    assert all(label == "parse" or label.endswith(".py") for label in labels[:labels.index("model")])
+    assert calls[-1] == (3, 3, "store")
+
+
+def test_the_progress_seen_on_a_terminal(tmp_path):
+    """End to end: `skel mine` with its stderr a pseudo-terminal, read back as a screen."""
+    import os
+    import pty
+    import sys
+
+    from conftest import ROOT
+
+    src = _folder(tmp_path / "src", 30)
+    master, slave = pty.openpty()
+    env = dict(os.environ, COLUMNS="100")
+    proc = subprocess.Popen([sys.executable, "-m", "skel.cli", "mine", str(src), "--store", str(tmp_path / "s"),
+                             "-j", "1"], stdout=subprocess.PIPE, stderr=slave, cwd=ROOT, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal's other side closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    screen = _Screen()
+    screen.feed(out.decode())
+    shown = screen.shown
+    assert [line.split()[0] for line in shown] == ["parsing", "loading", "storing"], shown
+    assert shown[0].endswith("30/30") and shown[2].endswith("30/30")
