@@ -49,6 +49,8 @@ class _Skel(click.Group):
         except click.UsageError as exc:
             _usage_line(exc)
         except BrokenPipeError:  # --help or --version into a closed pipe
+            if not _stdout_closed():
+                raise
             _closed_pipe()
 
     def invoke(self, ctx: click.Context):
@@ -56,8 +58,6 @@ class _Skel(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             _usage_line(exc)
-        except BrokenPipeError:
-            _closed_pipe()
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise  # click's own exits and aborts keep click's handling
         except SkelError as exc:
@@ -66,6 +66,8 @@ class _Skel(click.Group):
             click.echo(f"skel: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:  # noqa: BLE001 - the last line of defence, by design
+            if isinstance(exc, BrokenPipeError) and _stdout_closed():
+                _closed_pipe()
             if ctx.params.get("debug"):
                 _print_traceback()
             else:
@@ -85,6 +87,19 @@ def _usage_line(exc: click.UsageError):
     where = exc.ctx.command_path if exc.ctx else "skel"
     click.echo(f"skel: error: {exc.format_message()} (see `{where} --help`)", err=True)
     raise click.exceptions.Exit(exc.exit_code)
+
+
+def _stdout_closed() -> bool:
+    """Is standard output a pipe whose reader has gone? (A broken pipe to a child process
+    is a different failure, reported as such.) poll(2) flags the write end POLLERR."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (an embedding program)
+        return False
 
 
 def _closed_pipe():

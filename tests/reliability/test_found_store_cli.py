@@ -425,6 +425,19 @@ def test_a_closed_stdout_pipe_ends_quietly_with_141(tmp_path):
     assert (r.returncode, r.stderr) == (141, "")
 
 
+def test_a_broken_pipe_to_something_else_is_still_an_error(monkeypatch):
+    """Only a closed *standard output* ends quietly: a pipe to a child process (git, a
+    verifier) breaking is a failure and says so."""
+    from skel import api
+
+    def broken(*args, **kwargs):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(api, "list_skeletons", broken)
+    r = CliRunner().invoke(cli, ["skeletons", "list"])
+    assert r.exit_code == 2 and r.stderr.startswith("skel: internal error: BrokenPipeError")
+
+
 def test_a_missing_store_named_explicitly_is_an_error_the_default_location_is_not(tmp_path):
     """Reported: an explicit --store to a missing folder failed where the default location
     answered from the catalog. Kept on purpose, and now said: a location the user names
