@@ -204,3 +204,21 @@ def test_mined_examples_feed_the_lexical_channel_and_can_be_hidden(tmp_path, kb,
     write(repo / "k3.py", (repo / "k0.py").read_text().replace("xylophone", "narwhal"))
     mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
     assert index_for(kb).docs["dot-input-precision-tf32x3"]["narwhal"] == 1
+
+
+def test_bm25_postings_give_the_document_by_document_scores():
+    # the index visits each word's documents only; the scores are the plain BM25 sums
+    import math
+    from collections import Counter
+
+    from skel.retriever.lexical import B, BM25, K1
+
+    docs = {"a": Counter({"tile": 3, "loop": 1}), "b": Counter({"loop": 2, "mask": 1}), "c": Counter({"dot": 5})}
+    index = BM25(docs)
+    query = ["loop", "tile", "absent", "loop"]
+    avg = sum(sum(tf.values()) for tf in docs.values()) / 3
+    for i, tf in docs.items():
+        norm = K1 * (1 - B + B * sum(tf.values()) / avg)
+        want = sum(index.idf[w] * tf[w] * (K1 + 1) / (tf[w] + norm) for w in {"loop", "tile"} if tf[w])
+        assert math.isclose(index.scores(query)[i], want, rel_tol=1e-12)
+    assert index.scores(query)["c"] == 0.0
