@@ -351,7 +351,7 @@ def export_onnx(path: str | Path | None = None) -> Path:
 
 @functools.lru_cache(maxsize=None)
 def _onnx_session(path: str):
-    import onnxruntime as ort
+    import onnxruntime as ort  # type: ignore[import-untyped]
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
