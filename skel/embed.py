@@ -376,7 +376,10 @@ class OnnxMiniLM:
     name = MODEL_NAME
     dim = DIM
 
-    def __init__(self, path: str | Path | None = None, batch_size: int = 32):
+    # One text per run: on a 2-core x86 machine onnxruntime embedded eleven 170-256-token
+    # kernels in 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a time
+    # (the attention tensors of a batch outgrow the caches); the vectors are the same.
+    def __init__(self, path: str | Path | None = None, batch_size: int = 1):
         self._path = path
         self.batch_size = batch_size
 
