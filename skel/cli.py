@@ -16,7 +16,9 @@ from skel import api
 from skel.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO_SUGGESTION, EXIT_OK, SkelError
 
 STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chroma server "
-              "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store.")
+              "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store. "
+              "A --store given to read from must exist (a typo is an error, not a catalog-only answer); "
+              "without --store, nothing mined yet means the built-in catalog answers alone.")
 
 
 def target_options(f):
@@ -35,26 +37,83 @@ class _Skel(click.Group):
     A ``SkelError`` is expected and says what to fix (``skel: error: ...``). Any other
     exception is a bug in skel; it is named in one line too, because exit 1 means "no
     skeleton applies" and a traceback exit would read as that to a script. ``--debug``
-    prints the traceback for either.
+    prints the traceback for either. A usage error (a bad option value, a missing
+    argument) is one line too, with the command whose --help explains it. A closed
+    standard output (``skel mine ... | head``) ends quietly with status 141, as a tool
+    killed by SIGPIPE would.
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            _usage_line(exc)
+        except BrokenPipeError:  # --help or --version into a closed pipe
+            if not _stdout_closed():
+                raise
+            _closed_pipe()
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_line(exc)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise  # click's own usage errors, exits and aborts keep click's handling
+            raise  # click's own exits and aborts keep click's handling
         except SkelError as exc:
             if ctx.params.get("debug"):
                 _print_traceback()
             click.echo(f"skel: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:  # noqa: BLE001 - the last line of defence, by design
+            if isinstance(exc, BrokenPipeError) and _stdout_closed():
+                _closed_pipe()
             if ctx.params.get("debug"):
                 _print_traceback()
             else:
                 what = ": ".join(filter(None, [type(exc).__name__, " ".join(str(exc).split())]))
                 click.echo(f"skel: internal error: {what} (run with --debug for the traceback)", err=True)
             ctx.exit(EXIT_ERROR)
+
+
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
+
+
+def _usage_line(exc: click.UsageError):
+    """A usage error as one line on stderr and exit 2 (click would print the usage block);
+    ``skel GROUP`` without a subcommand still shows the group's help."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
+    where = exc.ctx.command_path if exc.ctx else "skel"
+    click.echo(f"skel: error: {exc.format_message()} (see `{where} --help`)", err=True)
+    raise click.exceptions.Exit(exc.exit_code)
+
+
+def _stdout_closed() -> bool:
+    """Is standard output a pipe whose reader has gone? (A broken pipe to a child process
+    is a different failure, reported as such.) poll(2) flags the write end POLLERR."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (an embedding program)
+        return False
+
+
+def _closed_pipe():
+    """The reader of standard output went away: nothing more can be said there, and saying
+    it on stderr would only be noise. Point stdout at /dev/null so the final flush at
+    exit cannot fail again, and leave with 141."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (an embedding program): nothing to redirect
+        pass
+    raise click.exceptions.Exit(EXIT_CLOSED_PIPE)
 
 
 def _print_traceback() -> None:
@@ -77,6 +136,9 @@ def cli(debug: bool) -> None:
       skel suggest my_kernel.py             # what has worked on kernels like this?
       skel suggest gemm.cu                  # CUDA C++ too (.cu .cuh .cpp .hpp .h)
       skel suggest my_kernel.py --bound memory --arch sm90 --format markdown
+      skel suggest my_kernel.py --profile ncu.csv  # rank by the measured bottleneck
+      skel suggest my_kernel.py --format prompt --max-tokens 800  # one block for an agent
+      skel suggest - --stdin-name k.cu < k.cu  # from an editor; --format sarif for code scanning
       skel skeletons list                   # the catalog
 
       skel verify original.py candidate.py  # same results? faster? (see `skel verify --help`)
@@ -103,9 +165,12 @@ def cli(debug: bool) -> None:
               help="With --history: read at most N commits (oldest first); the next run continues.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--replace", is_flag=True, help="When the store already has a source of this name mined from other "
+              "code (another folder named the same): delete it and mine this one in its place (default: refuse).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, as_json, no_progress):
+def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, replace, as_json,
+         no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
     (a repository at another revision with --rev; its commit history with --history).
 
@@ -121,41 +186,33 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     reads only new commits.
     """
     if history:
+        if replace:
+            raise click.UsageError("--replace goes with a plain mine, not --history")
         _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
         return
     if since or max_commits:
         raise click.UsageError("--since and --max-commits go with --history")
-    show = not (no_progress or as_json) and sys.stderr.isatty()
-    bars: dict[str, object] = {}
-
-    def progress(done: int, total: int, label: str) -> None:
-        if not show:
-            return
-        stage = "store" if label == "store" else "parse"
-        bar = bars.get(stage)
-        if bar is None:
-            bar = click.progressbar(length=max(total, 1), label=f"{'parsing' if stage == 'parse' else 'storing'}",
-                                    file=sys.stderr, show_pos=True)
-            bar.__enter__()
-            bars[stage] = bar
-        bar.update(done - bar.pos)
-
+    progress = MineProgress(sys.stderr, show=not (no_progress or as_json) and sys.stderr.isatty())
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
-                          store=store, progress=progress)
+                          store=store, progress=progress, replace=replace)
     except KeyboardInterrupt:
+        progress.close()
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        for bar in bars.values():
-            bar.__exit__(None, None, None)
+        progress.close()
 
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
         return
     from skel.tables import table
 
+    if report.replaced:
+        r = report.replaced
+        click.echo(f"replaced source {report.source} mined from {r['origin'] or r['root']}: deleted its "
+                   f"{r['kernels']} kernels ({r['files']} files)")
     click.echo(f"mined {report.source} {report.version} from {report.root} in {report.seconds:.1f}s")
     click.echo(table(["files", "kernel files", "kernels", "parsed", "from cache", "unchanged", "removed", "skipped"],
                      [[report.files, report.kernel_files, report.kernels, report.parsed, report.cached,
@@ -168,6 +225,40 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         click.echo(table(["file", "reason"], [[s.rel, s.reason] for s in report.skipped[:50]]))
         if len(report.skipped) > 50:
             click.echo(f"... and {len(report.skipped) - 50} more (see --json)")
+
+
+class MineProgress:
+    """The mine's progress on a terminal: one bar per stage (parsing, storing), each ended
+    on its own line before the next begins, so a shorter line never shows the tail of a
+    longer one (``48/1077`` for 48/107), and a label while the embedding model loads."""
+
+    STAGES = {"store": "storing", "model": "loading the embedding model"}
+
+    def __init__(self, file, *, show: bool) -> None:
+        self.file, self.show = file, show
+        self.stage: str | None = None
+        self.bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.show:
+            return
+        stage = label if label in self.STAGES else "parse"  # else a file being parsed
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            if stage == "model":  # no measure of progress: a label on its own line
+                click.echo(f"{self.STAGES[stage]} ...", file=self.file)
+            elif total > 0:
+                self.bar = click.progressbar(length=total, label=self.STAGES.get(stage, "parsing"),
+                                             file=self.file, show_pos=True)
+                self.bar.__enter__()
+        if self.bar is not None:
+            self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)  # finishes the line
+            self.bar = None
 
 
 def _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress):
@@ -215,16 +306,29 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 
 @cli.command()
 @click.argument("kernel_file", type=click.Path(path_type=str))
+@click.option("--stdin-name", metavar="NAME", default="stdin.py", show_default=True,
+              help="With KERNEL_FILE `-` (the kernel on standard input): the file it stands for (an editor "
+              "passes the buffer's path); its suffix tells the language (.py Triton; .cu .cuh .cpp .hpp .h "
+              "CUDA C++) and answers name it.")
 @click.option("--kernel", metavar="NAME", help="Only this kernel of the file (default: every kernel).")
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),
               help="What the profile says limits the kernel; ranks techniques that address it first.")
+@click.option("--profile", metavar="FILE", type=click.Path(path_type=str),
+              help="A profile of the kernel (ncu --csv --page raw, a PyTorch chrome trace, or proton's .hatchet): "
+              "sets each kernel's bound from its measured bottleneck and says which metric decided it "
+              "(--bound wins).")
 @target_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "prompt", "sarif"]), default="text",
+              show_default=True, help="prompt: one markdown block fitted to --max-tokens, for an agent's prompt; "
+              "sarif: SARIF 2.1.0 for code scanning.")
+@click.option("--max-tokens", type=click.IntRange(200, None), default=1500, show_default=True,
+              help="Prompt format: the block's budget, in estimated tokens (characters / 3).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
-def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt, as_json, no_template, store):
+def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
+            as_json, no_template, store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -234,21 +338,89 @@ def suggest(kernel_file, kernel, top, bound, backend, arch, triton_version, fmt,
     refinements of a technique the kernel uses incompletely, near misses (one literal
     detail missing, named) and related techniques (close in words, no structural match).
     Exit 0 needs a match or a refinement. With no mined knowledge base the built-in
-    catalog still answers, without locations.
+    catalog still answers, without locations. KERNEL_FILE `-` reads the kernel from
+    standard input (editor integrations; see --stdin-name).
     """
     from skel.retriever import render
 
     target = api.parse_target(backend, arch, triton_version)
-    results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target)
+    if kernel_file == "-":
+        results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
+                                 profile=profile)
+    else:
+        results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target,
+                              profile=profile)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))
+    elif fmt == "prompt":
+        click.echo(render.prompt(results, max_tokens), nl=False)
+    elif fmt == "sarif":
+        click.echo(render.sarif(results))
     elif fmt == "markdown":
         click.echo(render.markdown(results), nl=False)
     else:
         click.echo(render.text(results, show_template=not no_template), nl=False)
     # near misses and related techniques are shown, labelled; only a structural fit is a "yes"
     sys.exit(EXIT_OK if any(render.applies(r) for r in results) else EXIT_NO_SUGGESTION)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=str))
+@click.option("--strict", is_flag=True, help="Exit 2 when a file cannot be analysed (default: report it, exit 0).")
+@click.option("-k", "top", type=click.IntRange(1, 50), default=3, show_default=True, help="Suggestions per kernel.")
+@target_options
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def hook(files, strict, top, backend, arch, triton_version, store):
+    """Report the skeletons that fit the kernels in FILES, one line each, for a pre-commit
+    hook (.pre-commit-hooks.yaml: id skel-suggest) or CI: report-only, the exit code is 0
+    whatever is suggested. Files without a kernel, or not .py/C++/CUDA, are skipped; a
+    file that cannot be analysed (does not parse, unreadable) is reported, and fails the
+    run with --strict."""
+    from skel.errors import NoKernelError
+    from skel.kernels.extract import SUFFIXES
+    from skel.retriever import render
+
+    target = api.parse_target(backend, arch, triton_version)
+    errors = 0
+    for path in files:
+        if not path.lower().endswith(SUFFIXES):  # a hook configured wider than kernel files
+            continue
+        try:
+            results = api.suggest(path, store=store, k=top, target=target)
+        except NoKernelError:
+            continue
+        except SkelError as exc:
+            errors += 1
+            click.echo(f"{path}: error: {exc}", err=True)
+            continue
+        click.echo(render.brief(results), nl=False)
+    sys.exit(EXIT_ERROR if strict and errors else EXIT_OK)
+
+
+def _suggest_stdin(name: str, **options):
+    """Suggestions for the kernel on standard input, as if it were the file ``name``: the
+    analysis reads files, so the text goes to a private temporary file of that name, and
+    results and errors are told with ``name``, never the temporary path."""
+    import tempfile
+    from pathlib import Path
+
+    from skel.errors import UsageError
+
+    base = Path(name).name
+    if not base or base in (".", ".."):
+        raise UsageError(f"--stdin-name {name!r}: give a file name such as kernel.py or kernel.cu")
+    text = sys.stdin.buffer.read()
+    with tempfile.TemporaryDirectory(prefix="skel-stdin-") as tmp:
+        path = Path(tmp) / base
+        path.write_bytes(text)
+        try:
+            results = api.suggest(str(path), **options)
+        except SkelError as exc:
+            raise type(exc)(str(exc).replace(str(path), name)) from None
+    for r in results:
+        r.path = name
+    return results
 
 
 # --- verify ------------------------------------------------------------------------------
@@ -476,6 +648,36 @@ def history_export(event_id, out_dir, store):
     click.echo(f"wrote {path}: fill in the harness fields it names, then `skel verify {path} {path}`")
 
 
+# --- serve -------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--http", "http", metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio "
+              "(loopback only unless --allow-remote).")
+@click.option("--allow-remote", is_flag=True, help="With --http: allow a host other than loopback.")
+@click.option("--root", "roots", metavar="DIR", multiple=True, type=click.Path(path_type=str),
+              help="A directory the server may read files under (repeatable; default: the working directory).")
+@click.option("--max-bytes", type=click.IntRange(1, None), default=None,
+              help="Largest file or inline source the server reads (default 1,000,000).")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def serve(http, allow_remote, roots, max_bytes, store):
+    """Serve skel to AI agents over the Model Context Protocol: stdio by default (what
+    Claude Code, Cursor, Codex launch), or streamable HTTP with --http.
+
+    Tools: suggest, show, search, list, verify (run in a child process with a time limit).
+    Files are read only under the roots; kernel code never runs in the server process.
+    """
+    import os
+
+    from skel.mcp.roots import MAX_BYTES, Roots
+    from skel.mcp.server import parse_http
+    from skel.mcp.server import serve as run
+
+    if allow_remote and not http:
+        raise click.UsageError("--allow-remote goes with --http")
+    where = parse_http(http, allow_remote) if http else None
+    run(Roots(list(roots) or [os.getcwd()], max_bytes or MAX_BYTES), store=store, http=where)
+
+
 # --- store -------------------------------------------------------------------------------
 
 @cli.group()
@@ -495,10 +697,52 @@ def store_info(location, as_json):
     from skel.tables import table
 
     click.echo(f"store {info.location} (schema v{info.schema}): {info.kernels} kernels")
+    if info.note:
+        click.echo(f"note: {info.note}")
     rows = [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", "")]
             for s in info.sources]
     if rows:
         click.echo(table(["source", "version", "state", "kernels", "files"], rows))
+
+
+# --- sources -----------------------------------------------------------------------------
+
+@cli.group()
+def sources() -> None:
+    """The sources mined into the knowledge base: list them, remove one."""
+
+
+@sources.command("list")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def sources_list(store, as_json):
+    """Every mined source: its name (what `skel mine --source` sets), version, state,
+    counts, and origin (its repository's remote and path, its folder, or package:NAME)."""
+    found = api.sources(store)
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(__import__("json").dumps([asdict(s) for s in found], indent=2))
+        return
+    if not found:
+        click.echo("no sources mined yet (`skel mine PATH`)")
+        return
+    from skel.tables import table
+
+    click.echo(table(["source", "version", "state", "kernels", "files", "origin"],
+                     [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", ""),
+                       s.origin or f"{s.root} (recorded before origins)"] for s in found], max_width=160))
+
+
+@sources.command("remove")
+@click.argument("name")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def sources_remove(name, store):
+    """Delete the source NAME from the knowledge base: its kernels and its record (the
+    code itself is not touched; mine it again to bring it back)."""
+    record, removed = api.remove_source(name, store=store)
+    click.echo(f"removed source {record.name} ({record.origin or record.root}): {removed['kernels']} kernels, "
+               f"{removed['files']} files")
 
 
 def main() -> None:  # console-script entry point

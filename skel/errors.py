@@ -55,6 +55,13 @@ class SuggestError(InputError):
     """The kernel file cannot be analysed (missing, unparsable, no Triton kernel)."""
 
 
+class NoKernelError(SuggestError):
+    """The file parses but holds no kernel to judge: ordinary for most files a pre-commit
+    hook sees, so ``skel hook`` skips it where it reports the other errors."""
+
+    kind = "no-kernel"
+
+
 class StoreError(SkelError):
     """The store is missing, unreadable, of another schema, or unreachable."""
 

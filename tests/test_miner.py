@@ -220,7 +220,13 @@ def test_unchanged_remine_is_answered_from_stamps_without_the_store(repo, tmp_pa
     monkeypatch.undo()
     monkeypatch.setenv("SKEL_EMBEDDER", "hash")
     changed = api.mine(str(repo), source="demo", version="1", store=store)
-    assert changed.parsed == 1 and changed.kernels_written == 1
+    assert changed.unchanged == changed.files - 1 and changed.kernels_written == 1  # parsed, or from the facts cache
+    # a removed source is mined again in full, its stamps notwithstanding
+    _age(repo, 40)
+    api.mine(str(repo), source="demo", version="1", store=store)
+    api.remove_source("demo", store=store)
+    again = api.mine(str(repo), source="demo", version="1", store=store)
+    assert again.kernels_written == again.kernels == 2
     # a file just written is not trusted to its stamp: no short cut, whatever the manifest says
     write(repo / "pkg" / "new.py", "x = 1\n")
     assert stamps.source_stamp(DirectorySource(repo, "demo", "1")) is None

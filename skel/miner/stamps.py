@@ -34,11 +34,12 @@ if TYPE_CHECKING:
     from skel.miner.sources import Source
 
 RACY_SECONDS = 2.0
-_DIR = "skel-mined"  # inside the store directory, beside chroma's files
 
 
 def _manifest(location: str, name: str) -> Path:
-    return Path(location) / _DIR / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".json")
+    from skel.store.knowledge import mined_manifest
+
+    return mined_manifest(location, name)
 
 
 def _local(location: str) -> bool:

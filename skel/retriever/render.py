@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 
 from skel.retriever.suggest import KernelResult, Suggestion
 
@@ -13,6 +14,17 @@ def template_diff(s: Suggestion) -> str:
     lines = difflib.unified_diff(s.before.splitlines(), s.after.splitlines(), "before", "after",
                                  lineterm="", n=2)
     return "\n".join(list(lines)[2:])  # drop the ---/+++ header
+
+
+_WHY_LINES = re.compile(r"^(?P<detail>.*?)(?: \(line (?P<lines>\d+(?:, \d+)*)\))?$", re.S)
+
+
+def split_why(why: str) -> tuple[str, list[int]]:
+    """A why-line's detail and its line numbers: ``Hit.__str__`` (skeletons.conditions)
+    writes them as a trailing "(line 29, 30, 31)"; none when the fact has no line."""
+    m = _WHY_LINES.match(why)
+    assert m is not None  # the pattern matches any string
+    return m["detail"], [int(n) for n in (m["lines"] or "").split(", ") if n]
 
 
 def _evidence_line(s: Suggestion) -> str:
@@ -97,6 +109,19 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def brief(results: list[KernelResult]) -> str:
+    """One line per suggestion, as linters print (``path:line: id — title``), for hooks
+    and CI logs; the line is the first one the why names, else the kernel's."""
+    out = []
+    for r in results:
+        for s in r.suggestions:
+            lines = [n for w in s.why for n in split_why(w)[1]]
+            what = f" [{s.label}]" if s.label else ""
+            out.append(f"{r.path}:{lines[0] if lines else r.line_start}: {s.id} — {s.title}{what} "
+                       f"(kernel {r.kernel}; {s.status})")
+    return "".join(line + "\n" for line in out)
+
+
 def markdown(results: list[KernelResult]) -> str:
     out: list[str] = []
     for r in results:
@@ -134,3 +159,18 @@ def markdown(results: list[KernelResult]) -> str:
 
 def as_json(results: list[KernelResult]) -> str:
     return json.dumps({"kernels": [r.to_dict() for r in results]}, indent=2)
+
+
+def prompt(results: list[KernelResult], max_tokens: int = 1500) -> str:
+    """One markdown block fitted to ``max_tokens`` estimated tokens, most useful first
+    (``skel.retriever.prompt``: what goes first, how tokens are estimated)."""
+    from skel.retriever.prompt import prompt as fitted
+
+    return fitted(results, max_tokens)
+
+
+def sarif(results: list[KernelResult], base: str | None = None) -> str:
+    """SARIF 2.1.0 for code scanning: one result per suggestion (``skel.retriever.sarif``)."""
+    from skel.retriever.sarif import sarif_log
+
+    return json.dumps(sarif_log(results, base), indent=2)

@@ -31,7 +31,8 @@
                      for: preconditions that single out one kernel in a hundred say more
                      about this kernel than ones that hold for every other kernel (the
                      IDF of a suggestion);
-   - ``bound``:      the technique addresses the profile's bottleneck (``--bound``);
+   - ``bound``:      the technique addresses the profile's bottleneck (``--bound``, or what
+                     ``--profile`` measured for this kernel: ``skel.retriever.profile``);
    - ``evidence``:   what verification runs in the target environment measured
                      (``skel.skeletons.status.evidence_score``): validated speedups lift,
                      no-effect sinks, unverified sits between;
@@ -57,7 +58,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Callable
 
-from skel.errors import SuggestError
+from skel.errors import NoKernelError, SuggestError
 from skel.retriever.lexical import lexical_scores
 from skel.skeletons.base import BOUNDS, Status, Target
 from skel.skeletons.status import StatusReport, evidence_score, status_of
@@ -67,6 +68,7 @@ from skel.store.knowledge import Stats
 if TYPE_CHECKING:
     from skel.embed import Embedder
     from skel.kernels.model import KernelFacts
+    from skel.retriever.profile import Profile
     from skel.store.evidence import Verification
     from skel.store.knowledge import KernelRecord, KnowledgeBase
 
@@ -150,6 +152,8 @@ class KernelResult:
     # skeletons that would apply but that the authors' own notes rule out, with their words:
     # {"id", "line", "quote"} each (see `Skeleton.ruled_out`)
     dropped: list[dict] = field(default_factory=list)
+    # what --profile said about this kernel (skel.retriever.profile.Bottleneck.to_dict), if given
+    profile: dict | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -191,7 +195,7 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         except ParseError as exc:
             raise SuggestError(f"{p}: does not parse: {exc}") from exc
         if not kernels:
-            raise SuggestError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
+            raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
         for k in kernels:
             k.config_tables = tables
         _EXTRACTED[key] = kernels
@@ -234,7 +238,12 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | None = None, k: int = 5,
             bound: str | None = None, target: Target | None = None,
             embedder: Embedder | None = None,
-            exclude_runs: Callable[[Verification], bool] | None = None) -> list[KernelResult]:
+            exclude_runs: Callable[[Verification], bool] | None = None,
+            profile: Profile | None = None) -> list[KernelResult]:
+    """Suggestions for every kernel of ``path`` (or only ``kernel``). With a ``profile``
+    (``skel.retriever.profile.read_profile``) each kernel's bound is what the profile says
+    about it, unless ``bound`` is given, which wins; a kernel the profile does not hold, or
+    one it cannot classify, is ranked on its code alone. Either way a note says so."""
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
@@ -243,8 +252,16 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
         # `suggest_for` then finds kept (it embeds and queries only what it lacks)
         embedder = embedder or _default_embedder()
         kb.similar_many(query_vectors([kf.text() for kf in kernels], embedder), n=NEIGHBOURS)
-    return [suggest_for(kf, kb, k=k, bound=bound, target=target, embedder=embedder, exclude_runs=exclude_runs)
-            for kf in kernels]
+    results = []
+    for kf in kernels:
+        reading = profile.bottleneck(kf.name) if profile is not None else None
+        chosen = bound if bound is not None or reading is None else reading.bound
+        r = suggest_for(kf, kb, k=k, bound=chosen, target=target, embedder=embedder, exclude_runs=exclude_runs)
+        if profile is not None:
+            r.notes.insert(0, reading.note(bound) if reading else profile.missing_note(kf.name))
+            r.profile = reading.to_dict() if reading else None
+        results.append(r)
+    return results
 
 
 def _default_embedder() -> Embedder:
