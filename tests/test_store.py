@@ -186,8 +186,12 @@ def test_kept_reads_follow_writes_from_another_handle(tmp_path, hash_embedder):
 
     from test_cli import FP32_DOT
 
+    from skel.store import knowledge
+
     reader = KnowledgeBase.open(str(tmp_path / "s"))
+    assert KnowledgeBase.open(str(tmp_path / "s"))._kept is reader._kept  # one process, one set of kept reads
     writer = KnowledgeBase.open(str(tmp_path / "s"))
+    writer._kept = knowledge._Kept()  # as another process's handle: its writes reach the reader by the stamp only
     assert reader.count() == 0 and reader.stats().total_kernels == 0
     repo = tmp_path / "repo"
     write(repo / "k.py", FP32_DOT)

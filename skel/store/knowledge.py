@@ -173,9 +173,10 @@ class KnowledgeBase:
         self.location = location
         self._cols: dict[str, Any] = {}
         # reads a ranking repeats (counts, statistics, evidence, neighbours), kept while the
-        # store's file is unchanged: see `_memo`
-        self._memo_stamp: tuple[int, int] | None = None
-        self._memo_cache: dict[tuple, Any] = {}
+        # store's file is unchanged (see `_memo`), shared by every handle on the same folder
+        # in this process: a server opens the store once per request
+        self._kept = _KEPT.setdefault(str(Path(location).resolve()) if _stampable(location) else location,
+                                      _Kept())
         # said to the user with what is read from here (a read-only store is read from a copy)
         self.note: str | None = None
         self.read_only = False  # a copy of a read-only store: what is written here is dropped
@@ -260,7 +261,7 @@ class KnowledgeBase:
         time and size of chroma's sqlite file, which every write (records, metadata and the
         vectors' queue) goes through. None for a remote store: its writes cannot be seen
         from here, so nothing is kept."""
-        if self.location.startswith(("http://", "https://")):
+        if not _stampable(self.location):
             return None
         try:
             st = os.stat(Path(self.location) / "chroma.sqlite3")
@@ -271,8 +272,8 @@ class KnowledgeBase:
     def _forget(self) -> None:
         """Drop the kept reads before a write through this handle: a write within the
         file clock's tick may leave the stamp as it was."""
-        self._memo_cache.clear()
-        self._memo_stamp = None
+        self._kept.cache.clear()
+        self._kept.stamp = None
 
     def _memo(self, key: tuple, read):
         """``read()``, or what it returned last time while the store is unchanged. A server
@@ -282,12 +283,13 @@ class KnowledgeBase:
         stamp = self._stamp()
         if stamp is None:
             return read()
-        if stamp != self._memo_stamp:
-            self._memo_cache.clear()
-            self._memo_stamp = stamp
-        if key not in self._memo_cache:
-            self._memo_cache[key] = read()
-        return self._memo_cache[key]
+        kept = self._kept
+        if stamp != kept.stamp:
+            kept.cache.clear()
+            kept.stamp = stamp
+        if key not in kept.cache:
+            kept.cache[key] = read()
+        return kept.cache[key]
 
     # --- the embedding model the vectors came from --------------------------------------
     def embedder_name(self) -> str | None:
@@ -348,7 +350,7 @@ class KnowledgeBase:
             for j, i in enumerate(todo):
                 recs = [KernelRecord.from_chroma(a, m, d, dist) for a, m, d, dist in
                         zip(res["ids"][j], res["metadatas"][j], res["documents"][j], res["distances"][j])]
-                self._memo_cache[key(embeddings[i])] = out[i] = recs
+                self._kept.cache[key(embeddings[i])] = out[i] = recs
         return [out[i] for i in range(len(embeddings))]
 
     def kernels(self, where: dict | None = None, limit: int | None = None) -> list[KernelRecord]:
@@ -627,6 +629,22 @@ def _source_record(m: dict) -> SourceRecord:
     return SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
                         started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]),
                         origin=m.get("origin") or "")
+
+
+@dataclass
+class _Kept:
+    """Reads kept for one store folder (``KnowledgeBase._memo``) and the stamp they hold for."""
+
+    stamp: tuple[int, int] | None = None
+    cache: dict[tuple, Any] = field(default_factory=dict)
+
+
+_KEPT: dict[str, _Kept] = {}
+
+
+def _stampable(location: str) -> bool:
+    """A folder, whose writes show in its sqlite file (a server's do not)."""
+    return not location.startswith(("http://", "https://"))
 
 
 def mined_manifest(location: str, name: str) -> Path:
