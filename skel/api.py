@@ -273,7 +273,14 @@ def mine(path: str | None = None, *, package: str | None = None, rev: str | None
     is let through on purpose: the store is consistent at every point and the same call
     resumes where it stopped. A source name the store already holds for other code (two
     folders named ``ops``) is refused (UsageError) unless ``replace`` deletes that one."""
+    from skel.miner.stamps import unchanged_report
+    from skel.store.knowledge import default_location
+
     src = _source(path, package, rev, name=source, version=version)
+    # an unchanged folder or package is answered from its stamps, without opening the store
+    unchanged = unchanged_report(store or default_location(), src)
+    if unchanged is not None:
+        return unchanged
     return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress, replace=replace)
 
 

@@ -237,8 +237,14 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     if isinstance(source, (str, os.PathLike)):
         raise TypeError("mine() takes a Source, e.g. DirectorySource(path), PackageSource(name) "
                         "or GitSource(repo, rev) from skel.miner.sources")
+    from skel.miner import stamps
+
     t0 = time.perf_counter()
     name, version = source.name, source.version
+    unchanged = stamps.unchanged_report(kb.location, source)
+    if unchanged is not None:  # nothing on disk changed since the last complete mine
+        return unchanged
+    stamps.forget(kb.location, name)
     jobs = jobs or min(2, os.cpu_count() or 1)
     report = MineReport(source=name, version=version, root=source.root)
     report.replaced = claim_name(kb, source, replace=replace)
@@ -250,6 +256,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
         else:
             files.append(item)
     report.files = len(files) + sum(1 for s in report.skipped if s.rel.endswith(".py"))
+    walk_skipped = list(report.skipped)
 
     started = SourceRecord(name=name, version=version, root=source.root, state="mining", started=time.time(),
                            origin=source.origin)
@@ -338,6 +345,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     started.finished = time.time()
     started.counts = {"files": report.files, "kernels": report.kernels, "skipped": len(report.skipped)}
     kb.put_source(started)
+    stamps.record(kb.location, source, report, len(files), walk_skipped)
     return report
 
 

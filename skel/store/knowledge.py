@@ -172,6 +172,11 @@ class KnowledgeBase:
         self._client = client
         self.location = location
         self._cols: dict[str, Any] = {}
+        # reads a ranking repeats (counts, statistics, evidence, neighbours), kept while the
+        # store's file is unchanged (see `_memo`), shared by every handle on the same folder
+        # in this process: a server opens the store once per request
+        self._kept = _KEPT.setdefault(str(Path(location).resolve()) if _stampable(location) else location,
+                                      _Kept())
         # said to the user with what is read from here (a read-only store is read from a copy)
         self.note: str | None = None
         self.read_only = False  # a copy of a read-only store: what is written here is dropped
@@ -250,16 +255,56 @@ class KnowledgeBase:
             meta.upsert(ids=["schema"], embeddings=[_PLACEHOLDER],
                         metadatas=[{"version": SCHEMA_VERSION, "created": time.time()}])
 
+    # --- reads kept between calls of a long-lived process -------------------------------
+    def _stamp(self) -> tuple[int, int] | None:
+        """A token that changes whenever any process writes this store: the modification
+        time and size of chroma's sqlite file, which every write (records, metadata and the
+        vectors' queue) goes through. None for a remote store: its writes cannot be seen
+        from here, so nothing is kept."""
+        if not _stampable(self.location):
+            return None
+        try:
+            st = os.stat(Path(self.location) / "chroma.sqlite3")
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def _forget(self) -> None:
+        """Drop the kept reads before a write through this handle: a write within the
+        file clock's tick may leave the stamp as it was."""
+        self._kept.cache.clear()
+        self._kept.stamp = None
+
+    def _memo(self, key: tuple, read):
+        """``read()``, or what it returned last time while the store is unchanged. A server
+        or an agent's process asks the same store many times; each read costs a chroma
+        round trip (and some a JSON parse), each check here one ``stat``. Callers must not
+        mutate what comes back."""
+        stamp = self._stamp()
+        if stamp is None:
+            return read()
+        kept = self._kept
+        if stamp != kept.stamp:
+            kept.cache.clear()
+            kept.stamp = stamp
+        if key not in kept.cache:
+            kept.cache[key] = read()
+        return kept.cache[key]
+
     # --- the embedding model the vectors came from --------------------------------------
     def embedder_name(self) -> str | None:
-        got = self._col("meta").get(ids=["embedder"], include=["metadatas"])
-        return got["metadatas"][0]["name"] if got["ids"] else None
+        def read():
+            got = self._col("meta").get(ids=["embedder"], include=["metadatas"])
+            return got["metadatas"][0]["name"] if got["ids"] else None
+
+        return self._memo(("embedder",), read)
 
     def bind_embedder(self, name: str) -> None:
         """Vectors from two models are not comparable: the first mine fixes the model and
         every later mine and query must use the same one."""
         current = self.embedder_name()
         if current is None:
+            self._forget()
             self._col("meta").upsert(ids=["embedder"], embeddings=[_PLACEHOLDER], metadatas=[{"name": name}])
         elif current != name:
             raise StoreError(f"store at {self.location} holds {current!r} embeddings; this run uses {name!r}. "
@@ -272,32 +317,55 @@ class KnowledgeBase:
         for r in records:
             if r.embedding is None:
                 raise ValueError(f"kernel record {r.location} has no embedding")
+        self._forget()
         self._col("kernels").upsert(
             ids=[r.id for r in records], embeddings=[r.embedding for r in records],
             documents=[r.text for r in records], metadatas=[r.metadata() for r in records],
         )
 
     def similar(self, embedding: list[float], n: int = 30, where: dict | None = None) -> list[KernelRecord]:
-        col = self._col("kernels")
-        total = col.count()
-        if total == 0:
-            return []
-        res = col.query(query_embeddings=[embedding], n_results=min(n, total), where=where,
-                        include=["metadatas", "documents", "distances"])
-        return [KernelRecord.from_chroma(i, m, d, dist) for i, m, d, dist in
-                zip(res["ids"][0], res["metadatas"][0], res["documents"][0], res["distances"][0])]
+        return self.similar_many([embedding], n, where)[0]
+
+    def similar_many(self, embeddings: list[list[float]], n: int = 30,
+                     where: dict | None = None) -> list[list[KernelRecord]]:
+        """``similar`` for several query vectors in one store query (a whole file's kernels)."""
+        def key(vec) -> tuple:
+            return ("similar", tuple(vec), n, json.dumps(where, sort_keys=True))
+
+        out: dict[int, list[KernelRecord]] = {}
+        todo = []
+        for i, vec in enumerate(embeddings):
+            hit = self._memo(key(vec), lambda: None)
+            if hit is None:
+                todo.append(i)
+            else:
+                out[i] = hit
+        total = self.count() if todo else 0
+        if todo and total == 0:
+            out.update({i: [] for i in todo})
+        elif todo:
+            res = self._col("kernels").query(query_embeddings=[embeddings[i] for i in todo],
+                                             n_results=min(n, total), where=where,
+                                             include=["metadatas", "documents", "distances"])
+            for j, i in enumerate(todo):
+                recs = [KernelRecord.from_chroma(a, m, d, dist) for a, m, d, dist in
+                        zip(res["ids"][j], res["metadatas"][j], res["documents"][j], res["distances"][j])]
+                self._kept.cache[key(embeddings[i])] = out[i] = recs
+        return [out[i] for i in range(len(embeddings))]
 
     def kernels(self, where: dict | None = None, limit: int | None = None) -> list[KernelRecord]:
         res = self._col("kernels").get(where=where, limit=limit, include=["metadatas", "documents"])
         return [KernelRecord.from_chroma(i, m, d) for i, m, d in zip(res["ids"], res["metadatas"], res["documents"])]
 
     def using(self, technique: str, limit: int = 3) -> list[KernelRecord]:
-        return self.kernels(where={"t:" + technique: True}, limit=limit)
+        return self._memo(("using", technique, limit),
+                          lambda: self.kernels(where={"t:" + technique: True}, limit=limit))
 
     def count(self) -> int:
-        return self._col("kernels").count()
+        return self._memo(("count",), self._col("kernels").count)
 
     def delete_kernels(self, where: dict) -> None:
+        self._forget()
         self._col("kernels").delete(where=where)
 
     # --- files (resumable mining) -------------------------------------------------------
@@ -309,6 +377,7 @@ class KnowledgeBase:
         if not hashes:
             return
         ids = [_file_id(source, f) for f in hashes]
+        self._forget()
         self._col("files").upsert(
             ids=ids, embeddings=[_PLACEHOLDER] * len(ids),
             metadatas=[{"source": source, "file": f, "content_hash": h} for f, h in hashes.items()],
@@ -317,10 +386,12 @@ class KnowledgeBase:
     def forget_files(self, source: str, files: Iterable[str]) -> None:
         ids = [_file_id(source, f) for f in files]
         if ids:
+            self._forget()
             self._col("files").delete(ids=ids)
 
     # --- sources ------------------------------------------------------------------------
     def put_source(self, s: SourceRecord) -> None:
+        self._forget()
         self._col("sources").upsert(
             ids=[s.name], embeddings=[_PLACEHOLDER],
             metadatas=[{"name": s.name, "version": s.version, "root": s.root, "state": s.state,
@@ -345,6 +416,9 @@ class KnowledgeBase:
         interrupted removal is still listed and can be run again."""
         if self.read_only:
             raise StoreError(f"store at {self.location} is read-only: cannot remove a source from it")
+        # first of all: a later mine of the name must not answer "unchanged" from stamps
+        mined_manifest(self.location, name).unlink(missing_ok=True)
+        self._forget()
         files = self._col("files").get(where={"source": name}, include=[])["ids"]
         kernels = self._col("kernels").get(where={"source": name}, include=[])["ids"]
         if files:
@@ -357,13 +431,17 @@ class KnowledgeBase:
 
     # --- statistics ---------------------------------------------------------------------
     def put_stats(self, stats: Stats) -> None:
+        self._forget()
         self._col("meta").upsert(ids=["stats"], embeddings=[_PLACEHOLDER],
                                  metadatas=[{"stats": json.dumps(stats.to_json()), "updated": time.time()}])
 
     def stats(self) -> Stats:
         """The statistics stored by the last mine (empty before the first)."""
-        got = self._col("meta").get(ids=["stats"], include=["metadatas"])
-        return Stats.from_json(json.loads(got["metadatas"][0]["stats"])) if got["ids"] else Stats()
+        def read() -> Stats:
+            got = self._col("meta").get(ids=["stats"], include=["metadatas"])
+            return Stats.from_json(json.loads(got["metadatas"][0]["stats"])) if got["ids"] else Stats()
+
+        return self._memo(("stats",), read)
 
     def recompute_stats(self) -> Stats:
         """Count, over every mined kernel, which techniques it uses (and from which
@@ -392,6 +470,9 @@ class KnowledgeBase:
         distinct files, taken round-robin over sources, at most ``per`` and ``max_chars``
         of text per technique. Built from one read of the store and kept in the meta
         collection until the next mine changes the statistics (the stamp says which)."""
+        return self._memo(("examples", per, max_chars), lambda: self._technique_examples(per, max_chars))
+
+    def _technique_examples(self, per: int, max_chars: int) -> tuple[str, dict[str, list[dict]]]:
         meta = self._col("meta")
         got = meta.get(ids=["stats", "examples"], include=["metadatas", "documents"])
         rows = dict(zip(got["ids"], zip(got["metadatas"], got["documents"])))
@@ -422,6 +503,7 @@ class KnowledgeBase:
                 chars += len(text)
                 picked.append({"id": id_, "source": src, "file": file, "text": text})
             out[t] = picked
+        self._forget()
         meta.upsert(ids=["examples"], embeddings=[_PLACEHOLDER], metadatas=[{"stamp": f"{stamp}/{per}/{max_chars}"}],
                     documents=[json.dumps(out)])
         return stamp, out
@@ -437,6 +519,7 @@ class KnowledgeBase:
         """Store one run; a rerun of the same (skeleton, kernel, subject, device, Triton)
         replaces the earlier one. Returns its id."""
         rid = hashlib.sha1(record.key.encode()).hexdigest()[:20]
+        self._forget()
         self._col("verifications").upsert(ids=[rid], embeddings=[_PLACEHOLDER], metadatas=[record.to_metadata()])
         return rid
 
@@ -450,7 +533,7 @@ class KnowledgeBase:
     def evidence_by_skeleton(self) -> dict[str, list[Verification]]:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
-        return merge_evidence(shipped_verifications(), self.verifications())
+        return self._memo(("evidence",), lambda: merge_evidence(shipped_verifications(), self.verifications()))
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -546,6 +629,28 @@ def _source_record(m: dict) -> SourceRecord:
     return SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
                         started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]),
                         origin=m.get("origin") or "")
+
+
+@dataclass
+class _Kept:
+    """Reads kept for one store folder (``KnowledgeBase._memo``) and the stamp they hold for."""
+
+    stamp: tuple[int, int] | None = None
+    cache: dict[tuple, Any] = field(default_factory=dict)
+
+
+_KEPT: dict[str, _Kept] = {}
+
+
+def _stampable(location: str) -> bool:
+    """A folder, whose writes show in its sqlite file (a server's do not)."""
+    return not location.startswith(("http://", "https://"))
+
+
+def mined_manifest(location: str, name: str) -> Path:
+    """Where the last complete mine of source ``name`` left its file stamps, inside the
+    store's folder (``skel.miner.stamps``); removing the source removes it."""
+    return Path(location) / "skel-mined" / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".json")
 
 
 def _file_id(source: str, file: str) -> str:
