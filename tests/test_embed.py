@@ -11,6 +11,7 @@ from skel.embed import (
     Embedder,
     HashEmbedder,
     NumpyMiniLM,
+    OnnxMiniLM,
     SentenceTransformerEmbedder,
     default_embedder,
 )
@@ -60,6 +61,24 @@ def test_numpy_matches_sentence_transformers(numpy_vecs):
         assert len(a) == len(b) == 384
         assert max(abs(x - y) for x, y in zip(a, b)) < 1e-5, text[:40]
         assert _cos(a, b) > 0.99999, text[:40]
+
+
+def test_onnx_matches_sentence_transformers(numpy_vecs, tmp_path, monkeypatch):
+    # The export made from the shipped weights, run by onnxruntime, gives the mining-time
+    # vectors: a store mined with one backend is queried with another.
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("SKEL_HOME", str(tmp_path))
+    path = embed.export_onnx()
+    assert path.is_file() and str(path).startswith(str(tmp_path))
+    assert embed.onnx_ready()
+    got = OnnxMiniLM().embed(TEXTS)
+    one_by_one = [OnnxMiniLM().embed([t])[0] for t in TEXTS[:6]]
+    for text, a, b in zip(TEXTS, got, numpy_vecs):
+        assert _cos(a, b) > 0.9999, text[:40]
+        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-4, text[:40]
+    for a, b in zip(one_by_one, got):  # padding in a batch changes nothing
+        assert _cos(a, b) > 0.99999
 
 
 def test_truncation_applies():
@@ -136,16 +155,25 @@ def test_import_is_light():
 
 def test_default_embedder(monkeypatch):
     monkeypatch.delenv("SKEL_EMBEDDER", raising=False)
+    monkeypatch.setattr(embed, "onnx_ready", lambda: False)
+
+    def no_export(path=None):
+        raise embed.EmbeddingUnavailable("no exporter here")
+
+    monkeypatch.setattr(embed, "export_onnx", no_export)
     assert isinstance(default_embedder(), NumpyMiniLM)
     assert isinstance(default_embedder(bulk=True), SentenceTransformerEmbedder)
-    for value, cls in (("numpy", NumpyMiniLM), ("st", SentenceTransformerEmbedder), ("hash", HashEmbedder)):
+    monkeypatch.setattr(embed, "onnx_ready", lambda: True)  # the export exists: queries and mines use it
+    assert isinstance(default_embedder(), OnnxMiniLM) and isinstance(default_embedder(bulk=True), OnnxMiniLM)
+    for value, cls in (("numpy", NumpyMiniLM), ("st", SentenceTransformerEmbedder), ("hash", HashEmbedder),
+                       ("onnx", OnnxMiniLM)):
         monkeypatch.setenv("SKEL_EMBEDDER", value)
         e = default_embedder(bulk=True)
         assert isinstance(e, cls) and isinstance(e, Embedder)
     monkeypatch.setenv("SKEL_EMBEDDER", "bogus")
     with pytest.raises(UsageError):  # a setting to fix: one line, exit 2
         default_embedder()
-    for cls in (NumpyMiniLM, SentenceTransformerEmbedder):
+    for cls in (NumpyMiniLM, SentenceTransformerEmbedder, OnnxMiniLM):
         assert (cls.name, cls.dim) == ("all-MiniLM-L6-v2", 384)
 
 

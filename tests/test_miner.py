@@ -183,3 +183,50 @@ def test_catalog_change_retags_mined_kernels(repo, kb, hash_embedder, monkeypatc
     assert report.unchanged == 0 and report.kernels_written == 2
     again = mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
     assert again.kernels_written == 0
+
+
+def _age(root, seconds=100):
+    # files as an installed package has them: older than the racy window of skel.miner.stamps
+    t = __import__("time").time() - seconds
+    for dirpath, _, names in os.walk(root):
+        for n in names + [""]:
+            os.utime(os.path.join(dirpath, n) if n else dirpath, (t, t))
+
+
+def test_unchanged_remine_is_answered_from_stamps_without_the_store(repo, tmp_path, hash_embedder, monkeypatch):
+    import skel.api as api
+    from skel.miner import stamps
+
+    store = str(tmp_path / "store")
+    monkeypatch.setenv("SKEL_EMBEDDER", "hash")
+    _age(repo)
+    first = api.mine(str(repo), source="demo", version="1", store=store)
+    full = api.mine(str(repo), source="demo", version="1", store=store)  # unchanged, the full path once
+    assert full.parsed == 0 and full.unchanged == first.files
+
+    def no_store(*a, **k):
+        raise AssertionError("the store was opened")
+
+    monkeypatch.setattr(api, "open_store", no_store)
+    short = api.mine(str(repo), source="demo", version="1", store=store)
+    keys = ("files", "kernel_files", "parsed", "cached", "unchanged", "removed", "kernels", "kernels_written",
+            "techniques", "skipped")
+    assert {k: short.to_dict()[k] for k in keys} == {k: full.to_dict()[k] for k in keys}
+    # an edited file (a new modification time) takes the full path again
+    path = repo / "pkg" / "ops" / "solve.py"
+    path.write_text(path.read_text().replace('input_precision="tf32x3"', 'input_precision="ieee"'))
+    _age(repo, 50)
+    assert stamps.unchanged_report(store, DirectorySource(repo, "demo", "1")) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("SKEL_EMBEDDER", "hash")
+    changed = api.mine(str(repo), source="demo", version="1", store=store)
+    assert changed.unchanged == changed.files - 1 and changed.kernels_written == 1  # parsed, or from the facts cache
+    # a removed source is mined again in full, its stamps notwithstanding
+    _age(repo, 40)
+    api.mine(str(repo), source="demo", version="1", store=store)
+    api.remove_source("demo", store=store)
+    again = api.mine(str(repo), source="demo", version="1", store=store)
+    assert again.kernels_written == again.kernels == 2
+    # a file just written is not trusted to its stamp: no short cut, whatever the manifest says
+    write(repo / "pkg" / "new.py", "x = 1\n")
+    assert stamps.source_stamp(DirectorySource(repo, "demo", "1")) is None

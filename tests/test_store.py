@@ -166,7 +166,7 @@ def test_shared_server_store_behaves_like_local(tmp_path, chroma_server, hash_em
 
 
 def test_unreachable_server_is_a_clear_error():
-    with pytest.raises(StoreError, match="cannot open store"):
+    with pytest.raises(StoreError, match="cannot reach the Chroma server at http"):
         KnowledgeBase.open(f"http://127.0.0.1:{_free_port()}")
 
 
@@ -176,3 +176,35 @@ def test_evidence_by_skeleton_groups_every_record(kb):
     kb.add_verification(_run("split-k-reduction", verdict="slower", speedup=0.9))
     grouped = kb.evidence_by_skeleton()
     assert len(grouped["online-softmax"]) >= 2 and grouped["split-k-reduction"][-1].verdict == "slower"
+
+
+def test_kept_reads_follow_writes_from_another_handle(tmp_path, hash_embedder):
+    # a server keeps counts, statistics and neighbours between calls; a mine by another
+    # process (here: another handle on the same directory) must show up in its next answer
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+
+    from test_cli import FP32_DOT
+
+    from skel.store import knowledge
+
+    reader = KnowledgeBase.open(str(tmp_path / "s"))
+    assert KnowledgeBase.open(str(tmp_path / "s"))._kept is reader._kept  # one process, one set of kept reads
+    writer = KnowledgeBase.open(str(tmp_path / "s"))
+    writer._kept = knowledge._Kept()  # as another process's handle: its writes reach the reader by the stamp only
+    assert reader.count() == 0 and reader.stats().total_kernels == 0
+    repo = tmp_path / "repo"
+    write(repo / "k.py", FP32_DOT)
+    mine(DirectorySource(repo, name="demo"), writer, embedder=hash_embedder, jobs=1)
+    assert reader.count() == 1 and reader.stats().total_kernels == 1
+    vec = hash_embedder.embed(["solve_kernel"])[0]
+    first = reader.similar(vec, n=5)
+    assert reader.similar(vec, n=5) is first  # unchanged store: the kept answer
+    write(repo / "t.py", FP32_DOT.replace("solve_kernel", "plain_kernel"))
+    mine(DirectorySource(repo, name="demo"), writer, embedder=hash_embedder, jobs=1)
+    assert reader.count() == 2 and len(reader.similar(vec, n=5)) == 2
+    # several vectors in one query give what one query each gives
+    vecs = hash_embedder.embed(["solve_kernel", "plain_kernel a b"])
+    fresh = KnowledgeBase.open(str(tmp_path / "s"))
+    assert [[r.id for r in rs] for rs in fresh.similar_many(vecs, n=2)] == \
+        [[r.id for r in reader.similar(v, n=2)] for v in vecs]

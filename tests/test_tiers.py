@@ -204,3 +204,74 @@ def test_mined_examples_feed_the_lexical_channel_and_can_be_hidden(tmp_path, kb,
     write(repo / "k3.py", (repo / "k0.py").read_text().replace("xylophone", "narwhal"))
     mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
     assert index_for(kb).docs["dot-input-precision-tf32x3"]["narwhal"] == 1
+
+
+def test_bm25_postings_give_the_document_by_document_scores():
+    # the index visits each word's documents only; the scores are the plain BM25 sums
+    import math
+    from collections import Counter
+
+    from skel.retriever.lexical import B, BM25, K1
+
+    docs = {"a": Counter({"tile": 3, "loop": 1}), "b": Counter({"loop": 2, "mask": 1}), "c": Counter({"dot": 5})}
+    index = BM25(docs)
+    query = ["loop", "tile", "absent", "loop"]
+    avg = sum(sum(tf.values()) for tf in docs.values()) / 3
+    for i, tf in docs.items():
+        norm = K1 * (1 - B + B * sum(tf.values()) / avg)
+        want = sum(index.idf[w] * tf[w] * (K1 + 1) / (tf[w] + norm) for w in {"loop", "tile"} if tf[w])
+        assert math.isclose(index.scores(query)[i], want, rel_tol=1e-12)
+    assert index.scores(query)["c"] == 0.0
+
+
+def test_a_whole_file_embeds_and_queries_once_and_ranks_as_kernel_by_kernel(tmp_path, hash_embedder, monkeypatch):
+    # one embedding batch and one store query for a file's kernels; the answers are those
+    # of asking kernel by kernel with nothing kept
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+    from skel.retriever import suggest as sg
+    from skel.store.knowledge import KnowledgeBase
+
+    from test_cli import FP32_DOT
+
+    kb = KnowledgeBase.open(str(tmp_path / "store"))
+    repo = tmp_path / "repo"
+    write(repo / "a.py", FP32_DOT)
+    write(repo / "b.py", FP32_DOT.replace("solve_kernel", "other_kernel"))
+    mine(DirectorySource(repo, name="demo"), kb, embedder=hash_embedder, jobs=1)
+    path = tmp_path / "two.py"
+    write(path, FP32_DOT + "\n\n" + FP32_DOT.replace("solve_kernel", "second_kernel").split("\n", 2)[2])
+
+    calls = []
+
+    class Counting:
+        name, dim = hash_embedder.name, hash_embedder.dim
+
+        def embed(self, texts):
+            calls.append(len(texts))
+            return hash_embedder.embed(texts)
+
+    queries = []
+    real = kb.similar_many
+
+    def counted(vecs, n=30, where=None):
+        queries.append(len(vecs))
+        return real(vecs, n, where)
+
+    monkeypatch.setattr(kb, "similar_many", counted)
+    sg._VECTORS.clear()
+    whole = suggest(path, kb, embedder=Counting())
+    assert len(whole) == 2 and calls == [2] and queries[0] == 2
+    one_by_one = []
+    for kf in sg.load_kernels(path):
+        sg._VECTORS.clear()
+        sg._ASSESSED.clear()
+        kb._forget()
+        one_by_one.append(suggest_for(kf, kb, embedder=hash_embedder))
+    assert [r.to_dict() for r in whole] == [r.to_dict() for r in one_by_one]
+    # asked again in the same process: nothing is embedded again
+    sg._VECTORS.clear()
+    calls.clear()
+    suggest(path, kb, embedder=Counting())
+    suggest(path, kb, embedder=Counting())
+    assert calls == [2]

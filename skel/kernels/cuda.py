@@ -182,16 +182,29 @@ class _Body:
 
     def run(self, root: Any) -> None:
         k = self.k
-        # (node, loop depth, innermost loop line)
-        stack: list[tuple[Any, int, int]] = [(root, 0, 0)]
+        # (node, loop depth, innermost loop line, the loops whose body holds the node)
+        stack: list[tuple[Any, int, int, tuple[Loop, ...]]] = [(root, 0, 0, ())]
+        assigned: dict[int, set[str]] = {}  # id(loop) -> names (re)assigned in its body
         while stack:
-            n, depth, loop_line = stack.pop()
+            n, depth, loop_line, inside = stack.pop()
             t = n.type
             child_depth, child_loop = depth, loop_line
             if t in _LOOPS:
                 child_depth, child_loop = depth + 1, _line(n)
-                self._loop(n, depth + 1)
-            elif t == "call_expression":
+                loop = self._loop(n, depth + 1)
+                assigned[id(loop)] = set()
+                body = n.child_by_field_name("body")
+                # only the body is "in" the loop (not its header), as its `assigned` says
+                stack.extend((c, child_depth, child_loop, inside + (loop,) if c == body else inside)
+                             for c in reversed(n.children))
+                continue
+            if t in ("assignment_expression", "update_expression") and inside:
+                target = n.child_by_field_name("left" if t == "assignment_expression" else "argument")
+                if target is not None:
+                    text = _text(target, 60)
+                    for lp in inside:  # one pass: nested loops cost their depth, not a walk each
+                        assigned[id(lp)].add(text)
+            if t == "call_expression":
                 self._call(n, depth, loop_line)
             elif t == "gnu_asm_expression":
                 self._asm(n, depth, loop_line)
@@ -217,7 +230,10 @@ class _Body:
                 k.returns_value = True
             elif t == "comment":
                 k.notes.append({"line": _line(n), "text": _comment(n)})
-            stack.extend((c, child_depth, child_loop) for c in reversed(n.children))
+            stack.extend((c, child_depth, child_loop, inside) for c in reversed(n.children))
+        for lp in k.loops:
+            if id(lp) in assigned:
+                lp.assigned = sorted(assigned[id(lp)])
 
     def _call(self, n: Any, depth: int, loop_line: int) -> None:
         fn = n.child_by_field_name("function")
@@ -247,7 +263,7 @@ class _Body:
         for m in ptx_mnemonics(asm):
             self.k.calls.append(Call(name="ptx:" + m, line=line, loop_depth=depth, loop_line=loop_line))
 
-    def _loop(self, n: Any, depth: int) -> None:
+    def _loop(self, n: Any, depth: int) -> Loop:
         kind = _LOOPS[n.type]
         args: list[str] = []
         targets: list[str] = []
@@ -276,15 +292,10 @@ class _Body:
             arg = _text(prev)[len("#pragma"):].strip()
             if arg.startswith("unroll"):
                 kwargs["pragma"] = arg
-        body = n.child_by_field_name("body")
-        assigned = sorted({_text(a.child_by_field_name("left"), 60) for a in _walk(body)
-                           if a.type in ("assignment_expression", "update_expression")
-                           and a.child_by_field_name("left") is not None}
-                          | {_text(a.child_by_field_name("argument"), 60) for a in _walk(body)
-                             if a.type == "update_expression" and a.child_by_field_name("argument") is not None}) \
-            if body is not None else []
-        self.k.loops.append(Loop(line=_line(n), end_line=_end_line(n), kind=kind, args=args, kwargs=kwargs,
-                                 depth=depth, targets=targets, assigned=assigned))
+        loop = Loop(line=_line(n), end_line=_end_line(n), kind=kind, args=args, kwargs=kwargs, depth=depth,
+                    targets=targets)  # `assigned` is filled by the walk (run)
+        self.k.loops.append(loop)
+        return loop
 
     def _declared(self, n: Any, depth: int, loop_line: int) -> None:
         d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
@@ -333,8 +344,12 @@ class _Body:
         cond = n.child_by_field_name("condition")
         cons = n.child_by_field_name("consequence")
         test = _text(cond) if cond is not None else ""
+        # `returns`: the branch itself returns (its own statements, not nested ones: scanning
+        # every nested block made 50,000 nested ifs quadratic)
+        own = [cons] if cons is not None and cons.type == "return_statement" else \
+            (cons.named_children if cons is not None else [])
         self.k.ifs.append({"line": _line(n), "test": test.strip("()"), "names": sorted(set(_IDENT.findall(test))),
-                           "returns": cons is not None and any(x.type == "return_statement" for x in _walk(cons))})
+                           "returns": any(x.type == "return_statement" for x in own)})
 
 
 def _target_of(call: Any) -> str:

@@ -68,18 +68,24 @@ class BM25:
             df.update(tf.keys())
         n = len(docs)
         self.idf = {w: math.log(1 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items()}
+        self.norm = {i: K1 * (1 - B + B * self.lens[i] / self.avg) if self.avg else K1 for i in docs}
+        # postings (word -> the documents holding it, with counts): a query visits only
+        # the documents its words are in, not every document for every word
+        self.postings: dict[str, list[tuple[str, int]]] = {}
+        for i, tf in docs.items():
+            for w, f in tf.items():
+                if f:
+                    self.postings.setdefault(w, []).append((i, f))
 
     def scores(self, query: list[str]) -> dict[str, float]:
         terms = [w for w in set(query) if w in self.idf]
-        out = {}
-        for i, tf in self.docs.items():
-            norm = K1 * (1 - B + B * self.lens[i] / self.avg) if self.avg else K1
-            s = 0.0
-            for w in terms:
-                f = tf.get(w)
-                if f:
-                    s += self.idf[w] * f * (K1 + 1) / (f + norm)
-            out[i] = s
+        out = dict.fromkeys(self.docs, 0.0)
+        # per document, the terms are added in the same order as a document-by-document
+        # loop would: the same floating-point sums
+        for w in terms:
+            idf = self.idf[w]
+            for i, f in self.postings.get(w, ()):
+                out[i] += idf * f * (K1 + 1) / (f + self.norm[i])
         return out
 
 

@@ -51,6 +51,8 @@
 from __future__ import annotations
 
 import math
+import weakref
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -160,6 +162,12 @@ class KernelResult:
         return d
 
 
+# the facts of files read before in this process, by path, content and config tables: a
+# file asked about again unchanged is not parsed again (and its facts keep their assessments)
+_EXTRACTED: OrderedDict[tuple[str, str, tuple[str, ...]], list] = OrderedDict()
+_KEEP_FILES = 32
+
+
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
     from skel.kernels.configs import config_tables_beside
@@ -178,15 +186,22 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         raise SuggestError(f"{p}: not UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
         raise SuggestError(f"{p}: unreadable: {exc.strerror}") from exc
-    try:
-        kernels = extract(text, str(p))
-    except ParseError as exc:
-        raise SuggestError(f"{p}: does not parse: {exc}") from exc
-    if not kernels:
-        raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
     tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
-    for k in kernels:
-        k.config_tables = tables
+    key = (str(p), text, tuple(tables))
+    kernels = _EXTRACTED.get(key)
+    if kernels is None:
+        try:
+            kernels = extract(text, str(p))
+        except ParseError as exc:
+            raise SuggestError(f"{p}: does not parse: {exc}") from exc
+        if not kernels:
+            raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
+        for k in kernels:
+            k.config_tables = tables
+        _EXTRACTED[key] = kernels
+        while len(_EXTRACTED) > _KEEP_FILES:
+            _EXTRACTED.popitem(last=False)
+    _EXTRACTED.move_to_end(key)
     if kernel:
         chosen = [k for k in kernels if k.name == kernel]
         if not chosen:
@@ -198,7 +213,7 @@ def load_kernels(path: str | Path, kernel: str | None = None):
             names = ", ".join(k.name for k in kernels)
             raise SuggestError(f"{p}: no kernel named {kernel!r} (found: {names})")
         return chosen
-    return kernels
+    return list(kernels)
 
 
 def _helpers_only(text: str, p: Path) -> str:
@@ -232,6 +247,11 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
+    if kb is not None and len(kernels) > 1 and kb.count():
+        # a whole file: one embedding batch and one store query for all its kernels, which
+        # `suggest_for` then finds kept (it embeds and queries only what it lacks)
+        embedder = embedder or _default_embedder()
+        kb.similar_many(query_vectors([kf.text() for kf in kernels], embedder), n=NEIGHBOURS)
     results = []
     for kf in kernels:
         reading = profile.bottleneck(kf.name) if profile is not None else None
@@ -244,6 +264,51 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
     return results
 
 
+def _default_embedder() -> Embedder:
+    from skel.embed import default_embedder
+
+    return default_embedder()
+
+
+# A long-lived process (the server, an agent's session, a benchmark) asks about the same
+# kernels again and again: their vectors and their assessments are kept, bounded.
+_VECTORS: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_KEEP_VECTORS = 256
+# by id() of the facts object (facts are not hashable), dropped when the object dies
+_ASSESSED: dict[int, dict] = {}
+
+
+def query_vectors(texts: list[str], embedder: Embedder) -> list[list[float]]:
+    """The vectors of ``texts``: those embedded before in this process (same model) are
+    kept, the rest embedded in one batch."""
+    todo = sorted({t for t in texts if (embedder.name, t) not in _VECTORS})
+    if todo:
+        for t, vec in zip(todo, embedder.embed(todo)):
+            _VECTORS[(embedder.name, t)] = vec
+    out = []
+    for t in texts:
+        _VECTORS.move_to_end((embedder.name, t))
+        out.append(_VECTORS[(embedder.name, t)])
+    while len(_VECTORS) > _KEEP_VECTORS:
+        _VECTORS.popitem(last=False)
+    return out
+
+
+def _assess(kf: KernelFacts, target: Target) -> list:
+    """Every skeleton's assessment of ``kf`` (kept per facts object and target: facts are
+    not changed once extracted, and `load_kernels` hands back the same objects for an
+    unchanged file)."""
+    from skel.skeletons.registry import all_skeletons
+
+    by_target = _ASSESSED.get(id(kf))
+    if by_target is None:
+        by_target = _ASSESSED[id(kf)] = {}
+        weakref.finalize(kf, _ASSESSED.pop, id(kf), None)
+    if target not in by_target:
+        by_target[target] = [s.assess(kf, target) for s in all_skeletons() if kf.language in s.languages]
+    return by_target[target]
+
+
 def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5, bound: str | None = None,
                 target: Target | None = None, embedder: Embedder | None = None,
                 exclude: dict | None = None,
@@ -252,8 +317,6 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     mined neighbours must satisfy (the retrieval benchmark uses it to hide the kernel's
     own file from the knowledge base); ``exclude_runs`` hides verification runs the same
     way (the verification suite hides the runs made on the kernel being ranked)."""
-    from skel.skeletons.registry import all_skeletons
-
     target = target or Target()
     notes = []
     if target.backend is None and kf.backend_hint:
@@ -262,7 +325,7 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         target = Target(backend=kf.backend_hint, cc=target.cc, triton=target.triton)
         notes.append(f"the file looks written for the {kf.backend_hint} backend (path or imports); "
                      "pass --backend to override")
-    assessments = [s.assess(kf, target) for s in all_skeletons() if kf.language in s.languages]
+    assessments = _assess(kf, target)
     present = [a.skeleton.id for a in assessments if a.present is not None]
     total = kb.count() if kb is not None else 0
     lexical, lexical_top = lexical_scores(kf.source, kb if total else None, exclude)
@@ -286,12 +349,9 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     neighbours: list[KernelRecord] = []
     stats = Stats()
     if kb is not None and total:
-        if embedder is None:
-            from skel.embed import default_embedder
-
-            embedder = default_embedder()
+        embedder = embedder or _default_embedder()
         kb.bind_embedder(embedder.name)
-        vec = embedder.embed([kf.text()])[0]
+        vec = query_vectors([kf.text()], embedder)[0]
         neighbours = kb.similar(vec, n=NEIGHBOURS, where=exclude)
         stats = kb.stats()
     else:
@@ -359,6 +419,17 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     return result
 
 
+def _ruled_out(skeleton, kf: KernelFacts):
+    """``skeleton.ruled_out(kf)``, kept with the kernel's assessments (it reads the facts only)."""
+    kept = _ASSESSED.get(id(kf))
+    if kept is None:
+        return skeleton.ruled_out(kf)
+    key = ("ruled_out", skeleton.id)
+    if key not in kept:
+        kept[key] = skeleton.ruled_out(kf)
+    return kept[key]
+
+
 def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list[dict]]:
     """Leave out what the kernel's authors ruled out in a comment or docstring ("num_stages
     > 1 miscompiles on MI300"): they measured or hit it; a suggestion repeating it is noise.
@@ -366,7 +437,7 @@ def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list
     authors say it does not work for them; the dropped ones are reported with the quote."""
     kept, dropped = [], []
     for a in candidates:
-        why = a.skeleton.ruled_out(kf)
+        why = _ruled_out(a.skeleton, kf)
         if why is None:
             kept.append(a)
         else:

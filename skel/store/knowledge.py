@@ -121,6 +121,10 @@ class SourceRecord:
     started: float
     finished: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    # where the code comes from (skel.miner.sources: a remote and path, a resolved folder,
+    # package:NAME): what tells the same source from another one with the same name. ""
+    # in records written before it existed (the miner then compares ``root``).
+    origin: str = ""
 
 
 @dataclass
@@ -186,6 +190,14 @@ class KnowledgeBase:
         self._client = client
         self.location = location
         self._cols: dict[str, Any] = {}
+        # reads a ranking repeats (counts, statistics, evidence, neighbours), kept while the
+        # store's file is unchanged (see `_memo`), shared by every handle on the same folder
+        # in this process: a server opens the store once per request
+        self._kept = _KEPT.setdefault(str(Path(location).resolve()) if _stampable(location) else location,
+                                      _Kept())
+        # said to the user with what is read from here (a read-only store is read from a copy)
+        self.note: str | None = None
+        self.read_only = False  # a copy of a read-only store: what is written here is dropped
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -197,19 +209,28 @@ class KnowledgeBase:
         except ImportError as exc:  # pragma: no cover - install problem
             raise StoreError(f"chromadb is not installed: {exc}") from exc
         settings = Settings(anonymized_telemetry=False)
+        server = server_address(location)
         try:
-            if location.startswith(("http://", "https://")):
-                from urllib.parse import urlparse
-
-                u = urlparse(location)
-                client = _connect(location, lambda: chromadb.HttpClient(
-                    host=u.hostname or "localhost", port=u.port or 8000, ssl=u.scheme == "https", settings=settings))
+            if server is not None:
+                host, port, ssl = server
+                client = _connect(location, lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl,
+                                                                         settings=settings))
             else:
                 path = Path(location)
                 if not create and not path.exists():
                     raise StoreError(f"no knowledge base at {path} (run `skel mine` first, or pass --store)")
                 if path.exists() and not path.is_dir():
                     raise StoreError(f"store location {path} is a file, not a directory")
+                if path.exists() and not _writable(path):
+                    if create:
+                        raise StoreError(f"store at {path} is read-only (permissions or a read-only "
+                                         "filesystem): this needs a writable --store")
+                    # chroma writes on open (migrations, its lock), even to read: read a copy
+                    kb = cls(chromadb.PersistentClient(path=_read_only_copy(path), settings=settings), location)
+                    kb.note = f"the store at {path} is read-only: read from a temporary copy"
+                    kb.read_only = True
+                    kb._check_schema()
+                    return kb
                 path.mkdir(parents=True, exist_ok=True)
                 _check_intact(path)
                 client = chromadb.PersistentClient(path=str(path), settings=settings)
@@ -259,12 +280,14 @@ class KnowledgeBase:
         lost server into a one-line StoreError (the mine's write order keeps the store
         consistent at whatever write fails), and the test-only fault hook."""
         faults.before_write()
+        self._forget()  # kept reads are stale once this handle writes
         try:
             op(**kwargs)
         except StoreError:
             raise
         except Exception as exc:
-            raise StoreError(f"writing to the store at {self.location} failed: {_reason(exc, self.location)}") from exc
+            reason = _write_reason(exc, self.location)
+            raise StoreError(f"writing to the store at {self.location} failed: {reason}") from exc
 
     def _check_schema(self) -> None:
         meta = self._col("meta")
@@ -283,10 +306,49 @@ class KnowledgeBase:
             self._write(meta.upsert, ids=["schema"], embeddings=[_PLACEHOLDER],
                         metadatas=[{"version": SCHEMA_VERSION, "created": time.time()}])
 
+    # --- reads kept between calls of a long-lived process -------------------------------
+    def _stamp(self) -> tuple[int, int] | None:
+        """A token that changes whenever any process writes this store: the modification
+        time and size of chroma's sqlite file, which every write (records, metadata and the
+        vectors' queue) goes through. None for a remote store: its writes cannot be seen
+        from here, so nothing is kept."""
+        if not _stampable(self.location):
+            return None
+        try:
+            st = os.stat(Path(self.location) / "chroma.sqlite3")
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def _forget(self) -> None:
+        """Drop the kept reads before a write through this handle: a write within the
+        file clock's tick may leave the stamp as it was."""
+        self._kept.cache.clear()
+        self._kept.stamp = None
+
+    def _memo(self, key: tuple, read):
+        """``read()``, or what it returned last time while the store is unchanged. A server
+        or an agent's process asks the same store many times; each read costs a chroma
+        round trip (and some a JSON parse), each check here one ``stat``. Callers must not
+        mutate what comes back."""
+        stamp = self._stamp()
+        if stamp is None:
+            return read()
+        kept = self._kept
+        if stamp != kept.stamp:
+            kept.cache.clear()
+            kept.stamp = stamp
+        if key not in kept.cache:
+            kept.cache[key] = read()
+        return kept.cache[key]
+
     # --- the embedding model the vectors came from --------------------------------------
     def embedder_name(self) -> str | None:
-        got = self._col("meta").get(ids=["embedder"], include=["metadatas"])
-        return got["metadatas"][0]["name"] if got["ids"] else None
+        def read():
+            got = self._col("meta").get(ids=["embedder"], include=["metadatas"])
+            return got["metadatas"][0]["name"] if got["ids"] else None
+
+        return self._memo(("embedder",), read)
 
     def check_embedder(self, name: str) -> str | None:
         """The model the store is bound to (None: not yet); StoreError when it is not ``name``."""
@@ -316,24 +378,45 @@ class KnowledgeBase:
         )
 
     def similar(self, embedding: list[float], n: int = 30, where: dict | None = None) -> list[KernelRecord]:
-        col = self._col("kernels")
-        total = col.count()
-        if total == 0:
-            return []
-        res = col.query(query_embeddings=[embedding], n_results=min(n, total), where=where,
-                        include=["metadatas", "documents", "distances"])
-        return [KernelRecord.from_chroma(i, m, d, dist) for i, m, d, dist in
-                zip(res["ids"][0], res["metadatas"][0], res["documents"][0], res["distances"][0])]
+        return self.similar_many([embedding], n, where)[0]
+
+    def similar_many(self, embeddings: list[list[float]], n: int = 30,
+                     where: dict | None = None) -> list[list[KernelRecord]]:
+        """``similar`` for several query vectors in one store query (a whole file's kernels)."""
+        def key(vec) -> tuple:
+            return ("similar", tuple(vec), n, json.dumps(where, sort_keys=True))
+
+        out: dict[int, list[KernelRecord]] = {}
+        todo = []
+        for i, vec in enumerate(embeddings):
+            hit = self._memo(key(vec), lambda: None)
+            if hit is None:
+                todo.append(i)
+            else:
+                out[i] = hit
+        total = self.count() if todo else 0
+        if todo and total == 0:
+            out.update({i: [] for i in todo})
+        elif todo:
+            res = self._col("kernels").query(query_embeddings=[embeddings[i] for i in todo],
+                                             n_results=min(n, total), where=where,
+                                             include=["metadatas", "documents", "distances"])
+            for j, i in enumerate(todo):
+                recs = [KernelRecord.from_chroma(a, m, d, dist) for a, m, d, dist in
+                        zip(res["ids"][j], res["metadatas"][j], res["documents"][j], res["distances"][j])]
+                self._kept.cache[key(embeddings[i])] = out[i] = recs
+        return [out[i] for i in range(len(embeddings))]
 
     def kernels(self, where: dict | None = None, limit: int | None = None) -> list[KernelRecord]:
         res = self._col("kernels").get(where=where, limit=limit, include=["metadatas", "documents"])
         return [KernelRecord.from_chroma(i, m, d) for i, m, d in zip(res["ids"], res["metadatas"], res["documents"])]
 
     def using(self, technique: str, limit: int = 3) -> list[KernelRecord]:
-        return self.kernels(where={"t:" + technique: True}, limit=limit)
+        return self._memo(("using", technique, limit),
+                          lambda: self.kernels(where={"t:" + technique: True}, limit=limit))
 
     def count(self) -> int:
-        return self._col("kernels").count()
+        return self._memo(("count",), self._col("kernels").count)
 
     def delete_kernels(self, where: dict) -> None:
         self._write(self._col("kernels").delete, where=where)
@@ -362,14 +445,39 @@ class KnowledgeBase:
         self._write(
             self._col("sources").upsert, ids=[s.name], embeddings=[_PLACEHOLDER],
             metadatas=[{"name": s.name, "version": s.version, "root": s.root, "state": s.state,
-                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts)}],
+                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts),
+                        "origin": s.origin}],
         )
 
     def sources(self) -> list[SourceRecord]:
         res = self._col("sources").get(include=["metadatas"])
-        return [SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
-                             started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]))
-                for m in res["metadatas"]]
+        return sorted((_source_record(m) for m in res["metadatas"]), key=lambda s: s.name)
+
+    def source(self, name: str) -> SourceRecord | None:
+        got = self._col("sources").get(ids=[name], include=["metadatas"])
+        return _source_record(got["metadatas"][0]) if got["ids"] else None
+
+    def remove_source(self, name: str) -> dict[str, int]:
+        """Delete a source: its kernels, its files' commit markers and its record; the
+        statistics are recomputed. Returns what was removed ({"kernels": n, "files": m}).
+
+        Markers go first: were this interrupted, a later mine of the name redoes every file
+        rather than trusting markers whose kernels are gone; the record goes last, so an
+        interrupted removal is still listed and can be run again."""
+        if self.read_only:
+            raise StoreError(f"store at {self.location} is read-only: cannot remove a source from it")
+        # first of all: a later mine of the name must not answer "unchanged" from stamps
+        mined_manifest(self.location, name).unlink(missing_ok=True)
+        self._forget()
+        files = self._col("files").get(where={"source": name}, include=[])["ids"]
+        kernels = self._col("kernels").get(where={"source": name}, include=[])["ids"]
+        if files:
+            self._write(self._col("files").delete, ids=files)
+        if kernels:
+            self._write(self._col("kernels").delete, ids=kernels)
+        self._write(self._col("sources").delete, ids=[name])
+        self.recompute_stats()
+        return {"kernels": len(kernels), "files": len(files)}
 
     # --- statistics ---------------------------------------------------------------------
     def put_stats(self, stats: Stats) -> None:
@@ -378,8 +486,11 @@ class KnowledgeBase:
 
     def stats(self) -> Stats:
         """The statistics stored by the last mine (empty before the first)."""
-        got = self._col("meta").get(ids=["stats"], include=["metadatas"])
-        return Stats.from_json(json.loads(got["metadatas"][0]["stats"])) if got["ids"] else Stats()
+        def read() -> Stats:
+            got = self._col("meta").get(ids=["stats"], include=["metadatas"])
+            return Stats.from_json(json.loads(got["metadatas"][0]["stats"])) if got["ids"] else Stats()
+
+        return self._memo(("stats",), read)
 
     def recompute_stats(self) -> Stats:
         """Count, over every mined kernel, which techniques it uses (and from which
@@ -408,6 +519,9 @@ class KnowledgeBase:
         distinct files, taken round-robin over sources, at most ``per`` and ``max_chars``
         of text per technique. Built from one read of the store and kept in the meta
         collection until the next mine changes the statistics (the stamp says which)."""
+        return self._memo(("examples", per, max_chars), lambda: self._technique_examples(per, max_chars))
+
+    def _technique_examples(self, per: int, max_chars: int) -> tuple[str, dict[str, list[dict]]]:
         meta = self._col("meta")
         got = meta.get(ids=["stats", "examples"], include=["metadatas", "documents"])
         rows = dict(zip(got["ids"], zip(got["metadatas"], got["documents"])))
@@ -467,7 +581,124 @@ class KnowledgeBase:
     def evidence_by_skeleton(self) -> dict[str, list[Verification]]:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
-        return merge_evidence(shipped_verifications(), self.verifications())
+        return self._memo(("evidence",), lambda: merge_evidence(shipped_verifications(), self.verifications()))
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d+/?$")
+
+
+def server_address(location: str) -> tuple[str, int, bool] | None:
+    """(host, port, https) when ``location`` names a Chroma server, None for a folder.
+
+    Only http:// and https:// name a server. Anything else that reads as an address is
+    refused rather than taken as a folder name: another scheme (``ftp://x``), or
+    ``HOST:PORT`` without one (``localhost:8000``), unless a folder of that name exists."""
+    from urllib.parse import urlparse
+
+    m = _SCHEME.match(location)
+    if m is None:
+        if _HOST_PORT.match(location) and not Path(location).exists():
+            raise StoreError(f"store location {location!r} looks like HOST:PORT: write http://{location.rstrip('/')} "
+                             f"for a Chroma server, or ./{location} for a folder of that name")
+        return None
+    scheme = m.group(1).lower()
+    if scheme not in ("http", "https"):
+        raise StoreError(f"store location {location!r}: {scheme}:// is not supported; a store is a folder "
+                         "or http(s)://HOST:PORT (a Chroma server)")
+    u = urlparse(location)
+    try:
+        port = u.port
+    except ValueError:
+        raise StoreError(f"store location {location!r}: the port is not a number from 1 to 65535") from None
+    if not u.hostname:
+        raise StoreError(f"store location {location!r}: no host (expected http(s)://HOST:PORT)")
+    if port == 0:
+        raise StoreError(f"store location {location!r}: the port is not a number from 1 to 65535")
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname  # an IPv6 literal keeps its brackets
+    return host, port or 8000, scheme == "https"
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why a server did not answer as Chroma: the first message in the
+    exception's chain, an HTML page or an empty body named as such."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = " ".join(str(seen).split())
+        if text.startswith("<") or "<html" in text.lower():
+            return "it answered with a web page: is it a Chroma server (`chroma run`)?"
+        if text:
+            return text[:200] + ("..." if len(text) > 200 else "")
+        seen = seen.__cause__ or seen.__context__
+    return f"{type(exc).__name__} with no message: is it a Chroma server (`chroma run`), and running?"
+
+
+def _writable(path: Path) -> bool:
+    """Can this process write the store's folder and database? False on a read-only
+    filesystem even for root (access(2) reports EROFS whoever asks)."""
+    db = path / "chroma.sqlite3"
+    return os.access(path, os.W_OK) and (not db.exists() or os.access(db, os.W_OK))
+
+
+# read-only stores copied in this process: path -> (what the copy was taken of, the copy),
+# so a long-running server opening the store per request copies it once, not every time
+_READ_ONLY_COPIES: dict[str, tuple[tuple, str]] = {}
+
+
+def _read_only_copy(path: Path) -> str:
+    """A private, writable copy of the read-only store at ``path`` (its chroma files; the
+    history beside them is read in place), removed when the process exits; reused while
+    the store's files are unchanged."""
+    import atexit
+    import shutil
+    import tempfile
+
+    def signature() -> tuple:
+        return tuple(sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns)
+                            for f in path.rglob("*") if f.is_file() and f.relative_to(path).parts[0] != "history"))
+
+    key = str(path.resolve())
+    sig = signature()
+    kept = _READ_ONLY_COPIES.get(key)
+    if kept is not None and kept[0] == sig and Path(kept[1]).is_dir():
+        return kept[1]
+    tmp = tempfile.mkdtemp(prefix="skel-read-only-store-")
+    atexit.register(shutil.rmtree, tmp, True)
+    copy = str(Path(tmp) / "store")
+    try:
+        shutil.copytree(path, copy, ignore=lambda d, names: ["history"] if Path(d) == path else [])
+    except OSError as exc:
+        raise StoreError(f"store at {path} is read-only and could not be copied to read it: {exc}") from exc
+    _READ_ONLY_COPIES[key] = (sig, copy)
+    return copy
+
+
+def _source_record(m: dict) -> SourceRecord:
+    return SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
+                        started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]),
+                        origin=m.get("origin") or "")
+
+
+@dataclass
+class _Kept:
+    """Reads kept for one store folder (``KnowledgeBase._memo``) and the stamp they hold for."""
+
+    stamp: tuple[int, int] | None = None
+    cache: dict[tuple, Any] = field(default_factory=dict)
+
+
+_KEPT: dict[str, _Kept] = {}
+
+
+def _stampable(location: str) -> bool:
+    """A folder, whose writes show in its sqlite file (a server's do not)."""
+    return not location.startswith(("http://", "https://"))
+
+
+def mined_manifest(location: str, name: str) -> Path:
+    """Where the last complete mine of source ``name`` left its file stamps, inside the
+    store's folder (``skel.miner.stamps``); removing the source removes it."""
+    return Path(location) / "skel-mined" / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".json")
 
 
 def _connect(location: str, make):
@@ -485,7 +716,7 @@ def _connect(location: str, make):
             lost = next((e for e in (exc, exc.__cause__, exc.__context__) if isinstance(e, httpx.TransportError)),
                         None)
             if lost is None:
-                raise
+                raise StoreError(f"cannot reach the Chroma server at {location}: {_reason(exc)}") from exc
             if delay is None:
                 raise StoreError(f"cannot reach the Chroma server at {location} ({type(lost).__name__}: {lost}; "
                                  f"{len(SERVER_RETRY_DELAYS) + 1} tries over {sum(SERVER_RETRY_DELAYS):g}s): "
@@ -546,7 +777,7 @@ def _check_intact(path: Path) -> None:
         pass  # an optimisation only
 
 
-def _reason(exc: BaseException, location: str) -> str:
+def _write_reason(exc: BaseException, location: str) -> str:
     """One line for a failed store operation. Chroma reports a full disk as e.g. "Error in
     compaction: Failed to apply logs to the metadata segment", so the disk is asked too."""
     import errno
