@@ -718,8 +718,8 @@ def _connect(location: str, make):
             if lost is None:
                 raise StoreError(f"cannot reach the Chroma server at {location}: {_reason(exc)}") from exc
             if delay is None:
-                raise StoreError(f"cannot reach the Chroma server at {location} ({type(lost).__name__}: {lost}; "
-                                 f"{len(SERVER_RETRY_DELAYS) + 1} tries over {sum(SERVER_RETRY_DELAYS):g}s): "
+                raise StoreError(f"cannot reach the Chroma server at {location}: {type(lost).__name__}: {lost} "
+                                 f"({len(SERVER_RETRY_DELAYS) + 1} tries over {sum(SERVER_RETRY_DELAYS):g}s); "
                                  "is it running?") from exc
             time.sleep(delay)
 
