@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 
 from skel.errors import InputError, UsageError
 
@@ -240,13 +240,14 @@ def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verific
 
 def mine(path: str | None = None, *, package: str | None = None, rev: str | None = None,
          source: str | None = None, version: str | None = None, jobs: int | None = None,
-         store: str | None = None, progress: Progress | None = None) -> MineReport:
+         store: str | None = None, progress: Progress | None = None, exclude: Sequence[str] = ()) -> MineReport:
     """Mine a path (repository, folder, file), a git repository at a revision (``rev``) or
-    an installed package into the store, creating the store if needed. KeyboardInterrupt
+    an installed package into the store, creating the store if needed; files matching a
+    glob of ``exclude`` are left out (reported as skipped). KeyboardInterrupt
     is let through on purpose: the store is consistent at every point and the same call
     resumes where it stopped."""
     src = _source(path, package, rev, name=source, version=version)
-    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress)
+    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress, exclude=exclude)
 
 
 def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,
@@ -269,13 +270,14 @@ def _source(path: str | None, package: str | None, rev: str | None, *, name: str
         raise InputError(str(exc)) from exc
 
 
-def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None) -> MineReport:
+def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None,
+               exclude: Sequence[str] = ()) -> MineReport:
     """The one call into the miner."""
     from skel.miner.mine import mine as run
     from skel.store.knowledge import cache_dir
 
     try:
-        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress)
+        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress, exclude=exclude)
     except OSError as exc:  # the source vanished, or git failed while reading it
         raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
 

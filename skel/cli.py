@@ -105,10 +105,14 @@ def cli(debug: bool) -> None:
 @click.option("--max-commits", type=click.IntRange(1, None), default=None,
               help="With --history: read at most N commits (oldest first); the next run continues.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
+@click.option("--exclude", "exclude", metavar="GLOB", multiple=True,
+              help="Leave out files whose relative path, a folder above them or their name matches GLOB "
+              "(repeatable), e.g. --exclude 'third_party/*' --exclude '*_generated.py'.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, as_json, no_progress):
+def mine(path, package, source, version, rev, history, since, max_commits, jobs, exclude, store, as_json,
+         no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
     (a repository at another revision with --rev; its commit history with --history).
 
@@ -123,6 +127,8 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     that changes a kernel file (.py: Triton only, so far) is compared before/after; a re-run
     reads only new commits.
     """
+    if exclude and history:
+        raise click.UsageError("--exclude does not go with --history")
     if history:
         _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
         return
@@ -145,7 +151,7 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
 
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
-                          store=store, progress=progress)
+                          store=store, progress=progress, exclude=exclude)
     except KeyboardInterrupt:
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)

@@ -164,6 +164,7 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
     from skel.kernels.configs import config_tables_beside
     from skel.kernels.extract import WANTED, extract, language_of
+    from skel.kernels.guard import MAX_BYTES, refusal
     from skel.kernels.model import ParseError
 
     p = Path(path)
@@ -173,15 +174,28 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         raise SuggestError(f"{p}: is a directory (give a .py file holding a @triton.jit kernel, or a .cu/.cuh/"
                            ".cpp file holding a __global__ kernel)")
     try:
-        text = p.read_bytes().decode("utf-8")
+        if not p.is_file():  # a FIFO or a device would block the read, or never end
+            raise SuggestError(f"{p}: not a regular file")
+        with p.open("rb") as fh:  # the miner's limit: a 20 MB file took minutes and 20 GB
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise SuggestError(f"{p}: too large (over {MAX_BYTES // 1024} KiB; kernel files are smaller)")
+        if b"\0" in data:
+            raise SuggestError(f"{p}: binary (NUL bytes)")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SuggestError(f"{p}: not UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
-        raise SuggestError(f"{p}: unreadable: {exc.strerror}") from exc
+        raise SuggestError(f"{p}: unreadable: {exc.strerror or exc}") from exc
+    if reason := refusal(text, str(p), language_of(str(p))):
+        raise SuggestError(f"{p}: cannot be analysed: {reason}")
     try:
         kernels = extract(text, str(p))
     except ParseError as exc:
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
+    except (RecursionError, MemoryError) as exc:
+        raise SuggestError(f"{p}: cannot be analysed: an expression is too deeply nested "
+                           f"({type(exc).__name__})") from exc
     if not kernels:
         raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
     tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
