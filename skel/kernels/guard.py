@@ -11,7 +11,11 @@ skipped file; a RecursionError from a very long expression is caught by both cal
 from __future__ import annotations
 
 import ast
+import signal
+import threading
+from contextlib import contextmanager
 from itertools import accumulate
+from typing import Iterator
 
 #: larger sources are generated tables, not kernels; parsing one costs minutes and GBs
 MAX_BYTES = 2 * 1024 * 1024
@@ -67,3 +71,30 @@ def refusal(text: str, path: str, language: str) -> str | None:
     except ValueError:
         pass  # NUL bytes: the extractor reports its own error
     return None
+
+
+class TooSlow(Exception):
+    """The analysis of one source ran past its time limit."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``TooSlow`` in this block after ``seconds`` of wall time. An analysis can be
+    quadratic in a nesting no real kernel has (50,000 nested `if`s in a .cu file ran for
+    hours): one file must not hang `skel suggest`. Works in the main thread (a signal
+    timer); elsewhere, or with ``seconds`` <= 0, it does nothing. The miner does not need
+    it: its workers are killed at their deadline."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum, _frame):
+        raise TooSlow(f"analysis took over {seconds:g}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -51,6 +51,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -160,11 +161,15 @@ class KernelResult:
         return d
 
 
+#: one file's extraction in `skel suggest` stops after this many seconds (0: no limit)
+ANALYSIS_SECONDS = float(os.environ.get("SKEL_ANALYSIS_SECONDS", "60"))
+
+
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
     from skel.kernels.configs import config_tables_beside
     from skel.kernels.extract import WANTED, extract, language_of
-    from skel.kernels.guard import MAX_BYTES, refusal
+    from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
     from skel.kernels.model import ParseError
 
     p = Path(path)
@@ -190,14 +195,18 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     if reason := refusal(text, str(p), language_of(str(p))):
         raise SuggestError(f"{p}: cannot be analysed: {reason}")
     try:
-        kernels = extract(text, str(p))
+        with time_limit(ANALYSIS_SECONDS):
+            kernels = extract(text, str(p))
+            helpers = "" if kernels else _helpers_only(text, p)
     except ParseError as exc:
         raise SuggestError(f"{p}: does not parse: {exc}") from exc
     except (RecursionError, MemoryError) as exc:
         raise SuggestError(f"{p}: cannot be analysed: an expression is too deeply nested "
                            f"({type(exc).__name__})") from exc
+    except TooSlow as exc:
+        raise SuggestError(f"{p}: cannot be analysed: {exc} (SKEL_ANALYSIS_SECONDS sets the limit)") from exc
     if not kernels:
-        raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
+        raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + helpers)
     tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
     for k in kernels:
         k.config_tables = tables

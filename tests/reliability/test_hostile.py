@@ -33,9 +33,9 @@ DEEP_PY = hc.PY_HEAD + "def k(x):\n    y = " + "(" * 1600 + "x" + ")" * 1600 + "
 LONG_SUM = hc.PY_HEAD + "def k(a):\n    y = " + " + ".join(["a"] * 600) + "\n"
 
 
-def _cli(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def _cli(*args: str, stdin: str | None = None, timeout: float = 60, **env_extra: str) -> subprocess.CompletedProcess:
     """The real command line in a child: a SIGSEGV must fail the test, not kill pytest."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_extra}
     return subprocess.run([sys.executable, "-m", "skel.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=ROOT, input=stdin)
 
@@ -272,3 +272,29 @@ def test_suggest_over_a_generated_sample_never_tracebacks(tmp_path):
             lines = r.stderr.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("skel: error: "), (i, name, r.stderr)
     assert 0 in codes or 1 in codes  # some kernels were analysed, not all refused
+
+
+@pytest.mark.parametrize("shape", ["paren", "brace", "plus", "if", "template"])
+def test_suggest_survives_extreme_cuda_nesting(tmp_path, shape):
+    """tree-sitter parses without recursion: 50,000 levels must end in an answer (0 or 1)
+    or one line, never a crash or a hang. 50,000 nested `if`s took hours (the CUDA
+    extractor walks each `if`'s body again): now the analysis time limit ends it."""
+    p = tmp_path / f"deep_{shape}.cu"
+    p.write_text(hc.CU_HEAD + hc._CU_DEEP[shape](50_000) + "\n}\n")
+    r = _cli("suggest", str(p), timeout=120, SKEL_ANALYSIS_SECONDS="10")
+    assert r.returncode in (0, 1) or _one_line_error(r), (r.returncode, r.stderr[-500:])
+    if shape == "if":
+        assert "analysis took over 10s" in _one_line_error(r)
+
+
+def test_time_limit_interrupts_a_slow_analysis():
+    import time
+
+    from skel.kernels.guard import TooSlow, time_limit
+
+    t0 = time.perf_counter()
+    with pytest.raises(TooSlow):
+        with time_limit(0.3):
+            while True:
+                pass
+    assert time.perf_counter() - t0 < 5
