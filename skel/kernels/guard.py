@@ -73,8 +73,10 @@ def refusal(text: str, path: str, language: str) -> str | None:
     return None
 
 
-class TooSlow(Exception):
-    """The analysis of one source ran past its time limit."""
+class TooSlow(BaseException):
+    """The analysis of one source ran past its time limit. A BaseException, like
+    KeyboardInterrupt: it arrives asynchronously, and the extractors' own catch-alls
+    (one bad kernel never aborts a file) must not swallow it."""
 
 
 @contextmanager

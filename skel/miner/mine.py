@@ -264,10 +264,17 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
             if progress:
                 progress(done, total, rel)
     else:
+        from skel.kernels.guard import TooSlow, time_limit
+
         for f in todo:
-            rel, value = _extract((f.rel, f.text, f.config_tables))
+            try:  # in this process, a slow analysis is stopped by a timer (main thread only)
+                with time_limit(PARSE_SECONDS):
+                    rel, value = _extract((f.rel, f.text, f.config_tables))
+            except TooSlow:
+                rel, value = f.rel, f"{_TIMED_OUT} (over {PARSE_SECONDS:g}s); the file is skipped"
             results[f.digest if by_digest else rel] = value
-            cache.put(f.digest, value)
+            if not _transient(value):
+                cache.put(f.digest, value)
             done += 1
             if progress:
                 progress(done, total, rel)

@@ -202,6 +202,24 @@ def test_mine_survives_a_hostile_tree(tmp_path, kb, hash_embedder, jobs):
     assert report.kernels > 0
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_mine_stops_a_slow_file_at_its_time_limit(tmp_path, kb, hash_embedder, monkeypatch, jobs):
+    """3,000 nested `if`s in a .cu took a minute (hours at 50,000): the mine skips the file
+    at the per-file limit, in a worker (killed) or in-process (a timer), and goes on."""
+    import skel.miner.mine as m
+
+    monkeypatch.setattr(m, "PARSE_SECONDS", 3.0)
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "slow.cu").write_text(hc.CU_HEAD + hc._CU_DEEP["if"](3000) + "\n}\n")
+    for i in range(5 if jobs > 1 else 1):
+        (root / f"k{i}.py").write_text(hc.PY_HEAD + f"def k{i}(x_ptr):\n    tl.store(x_ptr, 1)\n")
+    report = mine(DirectorySource(root, name="slow"), kb, jobs=jobs, embedder=hash_embedder)
+    skipped = {s.rel: s.reason for s in report.skipped}
+    assert skipped == {"slow.cu": "parse timed out (over 3s); the file is skipped"}
+    assert report.kernels == (5 if jobs > 1 else 1)
+
+
 def test_mine_exclude_leaves_out_what_matches(tmp_path):
     root = tmp_path / "tree"
     (root / "third_party").mkdir(parents=True)
