@@ -31,9 +31,12 @@ if TYPE_CHECKING:
     from skel.store.knowledge import KnowledgeBase, SourceRecord
     from skel.verifier.run import VerifyResult
 
-Progress = Callable[[int, int, str], None]  # (done, total, label), label "store" while storing
+# (done, total, label): label a file while parsing, "model" while the embedding model loads, "store" while storing
+Progress = Callable[[int, int, str], None]
 
 _ARCH = re.compile(r"(?:sm_?)?(\d{2,3})a?")
+# a Triton release as pip spells it: 3.4, 3.4.0, 3.4.0rc1, 3.5.0.post1, 3.6.0+git1234abcd
+_TRITON = re.compile(r"\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?(?:\+[A-Za-z0-9.]+)?")
 
 
 @dataclass
@@ -77,6 +80,7 @@ class StoreInfo:
     schema: int
     kernels: int
     sources: list[SourceRecord]
+    note: str | None = None  # e.g. a read-only store, read from a copy
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,11 +103,13 @@ def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None:
 
     ``create=True`` (mining) opens ``location``, the default location when None, creating
     it. ``create=False`` (reading) never creates anything: an explicit location must hold a
-    knowledge base (StoreError otherwise, so a mistyped ``--store`` is not silently answered
-    from the catalog alone), while the default location is used only if it exists, and
-    None comes back when it does not — a fresh install still answers from the catalog.
+    knowledge base (StoreError otherwise, so a mistyped ``--store`` or a share that is not
+    mounted is not silently answered from the catalog alone), while the default location
+    is used only if it exists, and None comes back when it does not — a fresh install
+    still answers from the catalog. An explicit location that *is* the default one (the
+    same folder) is treated as the default, so naming it changes nothing.
     """
-    from skel.store.knowledge import KnowledgeBase, default_location
+    from skel.store.knowledge import KnowledgeBase, default_location, server_address
 
     if create:
         return KnowledgeBase.open(location, create=True)
@@ -111,7 +117,20 @@ def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None:
         location = default_location()
         if not Path(location).exists():
             return None
+    elif server_address(location) is None and not Path(location).exists():
+        if Path(location).resolve() == Path(default_location()).resolve():
+            return None
+        raise _missing_store(location)
     return KnowledgeBase.open(location, create=False)
+
+
+def _missing_store(location: str, *, explicit: bool = True) -> Exception:
+    from skel.errors import StoreError
+
+    if not explicit:
+        return StoreError(f"no knowledge base at {location} yet: mine something first (`skel mine PATH`)")
+    return StoreError(f"no knowledge base at {location}: mine into it first (`skel mine PATH --store {location}`); "
+                      "without --store, suggest, show and list answer from the built-in catalog alone")
 
 
 def store_info(location: str | None = None) -> StoreInfo:
@@ -119,9 +138,11 @@ def store_info(location: str | None = None) -> StoreInfo:
     default store is an error here (the same one an explicit missing location gives)."""
     from skel.store.knowledge import SCHEMA_VERSION, default_location
 
-    kb = open_store(location or default_location(), create=False)
-    assert kb is not None  # an explicit location opens or raises
-    return StoreInfo(location=kb.location, schema=SCHEMA_VERSION, kernels=kb.count(), sources=kb.sources())
+    kb = open_store(location, create=False)
+    if kb is None:  # nothing mined at the default location yet
+        raise _missing_store(default_location(), explicit=False)
+    return StoreInfo(location=kb.location, schema=SCHEMA_VERSION, kernels=kb.count(), sources=kb.sources(),
+                     note=kb.note)
 
 
 # --- suggest -----------------------------------------------------------------------------
@@ -138,8 +159,12 @@ def parse_target(backend: str | None, arch: str | None, triton: str | None) -> T
         if not m:
             raise UsageError(f"--arch {arch!r}: expected e.g. sm80, sm90, sm100")
         cc = int(m.group(1))
+    if triton is not None and not _TRITON.fullmatch(triton.strip()):
+        raise UsageError(f"--triton {triton!r}: expected a version such as 3.4 or 3.4.0")
     if triton is None:
         triton = _installed_triton()
+    else:
+        triton = triton.strip()
     return Target(backend=backend, cc=cc, triton=triton)
 
 
@@ -170,6 +195,8 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof)
     introduced = _history_of(kb)
     for r in results:
+        if kb is not None and kb.note:
+            r.notes.append(kb.note)
         for s in r.suggestions:
             if s.id in introduced:
                 s.history = introduced[s.id].line()
@@ -240,14 +267,37 @@ def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verific
 
 def mine(path: str | None = None, *, package: str | None = None, rev: str | None = None,
          source: str | None = None, version: str | None = None, jobs: int | None = None,
-         store: str | None = None, progress: Progress | None = None, exclude: Sequence[str] = ()) -> MineReport:
+         store: str | None = None, progress: Progress | None = None, replace: bool = False,
+         exclude: Sequence[str] = ()) -> MineReport:
     """Mine a path (repository, folder, file), a git repository at a revision (``rev``) or
     an installed package into the store, creating the store if needed; files matching a
     glob of ``exclude`` are left out (reported as skipped). KeyboardInterrupt
     is let through on purpose: the store is consistent at every point and the same call
-    resumes where it stopped."""
+    resumes where it stopped. A source name the store already holds for other code (two
+    folders named ``ops``) is refused (UsageError) unless ``replace`` deletes that one."""
     src = _source(path, package, rev, name=source, version=version)
-    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress, exclude=exclude)
+    return _run_miner(src, open_store(store, create=True), jobs=jobs, progress=progress, replace=replace,
+                      exclude=exclude)
+
+
+def sources(store: str | None = None) -> list[SourceRecord]:
+    """The sources mined into the store, by name ([] when nothing was mined yet)."""
+    kb = open_store(store, create=False)
+    return kb.sources() if kb is not None else []
+
+
+def remove_source(name: str, *, store: str | None = None) -> tuple[SourceRecord, dict[str, int]]:
+    """Delete one mined source (its kernels, file markers and record) from the store;
+    returns its record and what was removed ({"kernels": n, "files": m})."""
+    from skel.errors import NotFoundError
+
+    kb = open_store(store, create=False)
+    record = kb.source(name) if kb is not None else None
+    if kb is None or record is None:
+        known = ", ".join(s.name for s in kb.sources()) if kb is not None else ""
+        raise NotFoundError(f"no source named {name!r} in the store" + (f" (known: {known})" if known else
+                                                                          " (it holds no source)"))
+    return record, kb.remove_source(name)
 
 
 def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,
@@ -271,13 +321,14 @@ def _source(path: str | None, package: str | None, rev: str | None, *, name: str
 
 
 def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None,
-               exclude: Sequence[str] = ()) -> MineReport:
+               replace: bool = False, exclude: Sequence[str] = ()) -> MineReport:
     """The one call into the miner."""
     from skel.miner.mine import mine as run
     from skel.store.knowledge import cache_dir
 
     try:
-        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress, exclude=exclude)
+        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress, replace=replace,
+                   exclude=exclude)
     except OSError as exc:  # the source vanished, or git failed while reading it
         raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
 
@@ -287,14 +338,14 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
 def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
     """The history files of a store (skel/store/history.py). Reading never creates: a
     missing default store is None (nothing mined), a missing explicit one an error."""
-    from skel.errors import StoreError
     from skel.store.history import HistoryStore
-    from skel.store.knowledge import default_location
+    from skel.store.knowledge import default_location, server_address
 
     location = store or default_location()
+    server_address(location)  # refuses ftp://x or localhost:8000 before a folder of that name is made
     if not create and not location.startswith(("http://", "https://")) and not Path(location).exists():
-        if store:
-            raise StoreError(f"no knowledge base at {location} (run `skel mine` first, or pass --store)")
+        if store and Path(store).resolve() != Path(default_location()).resolve():
+            raise _missing_store(location)
         return None
     return HistoryStore(location)
 

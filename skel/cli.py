@@ -16,7 +16,9 @@ from skel import api
 from skel.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO_SUGGESTION, EXIT_OK, SkelError
 
 STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chroma server "
-              "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store.")
+              "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store. "
+              "A --store given to read from must exist (a typo is an error, not a catalog-only answer); "
+              "without --store, nothing mined yet means the built-in catalog answers alone.")
 
 
 def target_options(f):
@@ -35,26 +37,83 @@ class _Skel(click.Group):
     A ``SkelError`` is expected and says what to fix (``skel: error: ...``). Any other
     exception is a bug in skel; it is named in one line too, because exit 1 means "no
     skeleton applies" and a traceback exit would read as that to a script. ``--debug``
-    prints the traceback for either.
+    prints the traceback for either. A usage error (a bad option value, a missing
+    argument) is one line too, with the command whose --help explains it. A closed
+    standard output (``skel mine ... | head``) ends quietly with status 141, as a tool
+    killed by SIGPIPE would.
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            _usage_line(exc)
+        except BrokenPipeError:  # --help or --version into a closed pipe
+            if not _stdout_closed():
+                raise
+            _closed_pipe()
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_line(exc)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise  # click's own usage errors, exits and aborts keep click's handling
+            raise  # click's own exits and aborts keep click's handling
         except SkelError as exc:
             if ctx.params.get("debug"):
                 _print_traceback()
             click.echo(f"skel: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:  # noqa: BLE001 - the last line of defence, by design
+            if isinstance(exc, BrokenPipeError) and _stdout_closed():
+                _closed_pipe()
             if ctx.params.get("debug"):
                 _print_traceback()
             else:
                 what = ": ".join(filter(None, [type(exc).__name__, " ".join(str(exc).split())]))
                 click.echo(f"skel: internal error: {what} (run with --debug for the traceback)", err=True)
             ctx.exit(EXIT_ERROR)
+
+
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
+
+
+def _usage_line(exc: click.UsageError):
+    """A usage error as one line on stderr and exit 2 (click would print the usage block);
+    ``skel GROUP`` without a subcommand still shows the group's help."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
+    where = exc.ctx.command_path if exc.ctx else "skel"
+    click.echo(f"skel: error: {exc.format_message()} (see `{where} --help`)", err=True)
+    raise click.exceptions.Exit(exc.exit_code)
+
+
+def _stdout_closed() -> bool:
+    """Is standard output a pipe whose reader has gone? (A broken pipe to a child process
+    is a different failure, reported as such.) poll(2) flags the write end POLLERR."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (an embedding program)
+        return False
+
+
+def _closed_pipe():
+    """The reader of standard output went away: nothing more can be said there, and saying
+    it on stderr would only be noise. Point stdout at /dev/null so the final flush at
+    exit cannot fail again, and leave with 141."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (an embedding program): nothing to redirect
+        pass
+    raise click.exceptions.Exit(EXIT_CLOSED_PIPE)
 
 
 def _print_traceback() -> None:
@@ -109,9 +168,11 @@ def cli(debug: bool) -> None:
               help="Leave out files whose relative path, a folder above them or their name matches GLOB "
               "(repeatable), e.g. --exclude 'third_party/*' --exclude '*_generated.py'.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--replace", is_flag=True, help="When the store already has a source of this name mined from other "
+              "code (another folder named the same): delete it and mine this one in its place (default: refuse).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, history, since, max_commits, jobs, exclude, store, as_json,
+def mine(path, package, source, version, rev, history, since, max_commits, jobs, exclude, store, replace, as_json,
          no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
     (a repository at another revision with --rev; its commit history with --history).
@@ -130,41 +191,33 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     if exclude and history:
         raise click.UsageError("--exclude does not go with --history")
     if history:
+        if replace:
+            raise click.UsageError("--replace goes with a plain mine, not --history")
         _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
         return
     if since or max_commits:
         raise click.UsageError("--since and --max-commits go with --history")
-    show = not (no_progress or as_json) and sys.stderr.isatty()
-    bars: dict[str, object] = {}
-
-    def progress(done: int, total: int, label: str) -> None:
-        if not show:
-            return
-        stage = "store" if label == "store" else "parse"
-        bar = bars.get(stage)
-        if bar is None:
-            bar = click.progressbar(length=max(total, 1), label=f"{'parsing' if stage == 'parse' else 'storing'}",
-                                    file=sys.stderr, show_pos=True)
-            bar.__enter__()
-            bars[stage] = bar
-        bar.update(done - bar.pos)
-
+    progress = MineProgress(sys.stderr, show=not (no_progress or as_json) and sys.stderr.isatty())
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
-                          store=store, progress=progress, exclude=exclude)
+                          store=store, progress=progress, replace=replace, exclude=exclude)
     except KeyboardInterrupt:
+        progress.close()
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
                    err=True)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        for bar in bars.values():
-            bar.__exit__(None, None, None)
+        progress.close()
 
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
         return
     from skel.tables import table
 
+    if report.replaced:
+        r = report.replaced
+        click.echo(f"replaced source {report.source} mined from {r['origin'] or r['root']}: deleted its "
+                   f"{r['kernels']} kernels ({r['files']} files)")
     click.echo(f"mined {report.source} {report.version} from {report.root} in {report.seconds:.1f}s")
     click.echo(table(["files", "kernel files", "kernels", "parsed", "from cache", "unchanged", "removed", "skipped"],
                      [[report.files, report.kernel_files, report.kernels, report.parsed, report.cached,
@@ -177,6 +230,40 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         click.echo(table(["file", "reason"], [[s.rel, s.reason] for s in report.skipped[:50]]))
         if len(report.skipped) > 50:
             click.echo(f"... and {len(report.skipped) - 50} more (see --json)")
+
+
+class MineProgress:
+    """The mine's progress on a terminal: one bar per stage (parsing, storing), each ended
+    on its own line before the next begins, so a shorter line never shows the tail of a
+    longer one (``48/1077`` for 48/107), and a label while the embedding model loads."""
+
+    STAGES = {"store": "storing", "model": "loading the embedding model"}
+
+    def __init__(self, file, *, show: bool) -> None:
+        self.file, self.show = file, show
+        self.stage: str | None = None
+        self.bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.show:
+            return
+        stage = label if label in self.STAGES else "parse"  # else a file being parsed
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            if stage == "model":  # no measure of progress: a label on its own line
+                click.echo(f"{self.STAGES[stage]} ...", file=self.file)
+            elif total > 0:
+                self.bar = click.progressbar(length=total, label=self.STAGES.get(stage, "parsing"),
+                                             file=self.file, show_pos=True)
+                self.bar.__enter__()
+        if self.bar is not None:
+            self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)  # finishes the line
+            self.bar = None
 
 
 def _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress):
@@ -615,10 +702,52 @@ def store_info(location, as_json):
     from skel.tables import table
 
     click.echo(f"store {info.location} (schema v{info.schema}): {info.kernels} kernels")
+    if info.note:
+        click.echo(f"note: {info.note}")
     rows = [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", "")]
             for s in info.sources]
     if rows:
         click.echo(table(["source", "version", "state", "kernels", "files"], rows))
+
+
+# --- sources -----------------------------------------------------------------------------
+
+@cli.group()
+def sources() -> None:
+    """The sources mined into the knowledge base: list them, remove one."""
+
+
+@sources.command("list")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def sources_list(store, as_json):
+    """Every mined source: its name (what `skel mine --source` sets), version, state,
+    counts, and origin (its repository's remote and path, its folder, or package:NAME)."""
+    found = api.sources(store)
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(__import__("json").dumps([asdict(s) for s in found], indent=2))
+        return
+    if not found:
+        click.echo("no sources mined yet (`skel mine PATH`)")
+        return
+    from skel.tables import table
+
+    click.echo(table(["source", "version", "state", "kernels", "files", "origin"],
+                     [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", ""),
+                       s.origin or f"{s.root} (recorded before origins)"] for s in found], max_width=160))
+
+
+@sources.command("remove")
+@click.argument("name")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def sources_remove(name, store):
+    """Delete the source NAME from the knowledge base: its kernels and its record (the
+    code itself is not touched; mine it again to bring it back)."""
+    record, removed = api.remove_source(name, store=store)
+    click.echo(f"removed source {record.name} ({record.origin or record.root}): {removed['kernels']} kernels, "
+               f"{removed['files']} files")
 
 
 def main() -> None:  # console-script entry point

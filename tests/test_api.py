@@ -124,7 +124,7 @@ def test_store_info(mined):
     assert (info.location, info.kernels) == (mined, 1)
     (src,) = info.sources
     assert (src.name, src.version, src.state, src.counts["kernels"]) == ("demo", "1.0", "complete", 1)
-    assert list(info.to_dict()) == ["location", "schema", "kernels", "sources"]
+    assert list(info.to_dict()) == ["location", "schema", "kernels", "sources", "note"] and info.note is None
 
 
 def test_mine_reports_and_refuses_bad_input(tmp_path, repo):

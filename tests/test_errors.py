@@ -82,9 +82,10 @@ def test_skel_error_is_one_line_and_debug_adds_the_traceback(monkeypatch):
     assert r.stderr.endswith("skel: error: no knowledge base at /x\n")
 
 
-def test_click_usage_errors_keep_click_handling():
+def test_click_usage_errors_are_one_line():
     r = CliRunner().invoke(cli, ["suggest"])
     assert r.exit_code == 2 and "Missing argument" in r.stderr and "internal error" not in r.stderr
+    assert r.stderr.startswith("skel: error: ") and r.stderr.count("\n") == 1
 
 
 def test_exit_1_stays_reserved_for_no_suggestion(monkeypatch, tmp_path):

@@ -166,7 +166,7 @@ def test_shared_server_store_behaves_like_local(tmp_path, chroma_server, hash_em
 
 
 def test_unreachable_server_is_a_clear_error():
-    with pytest.raises(StoreError, match="cannot open store"):
+    with pytest.raises(StoreError, match="cannot reach the Chroma server at http"):
         KnowledgeBase.open(f"http://127.0.0.1:{_free_port()}")
 
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from skel.kernels.model import KernelFacts
     from skel.store.knowledge import KnowledgeBase
 
+# (done, total, label): label a file while parsing, "model" (0, 0) while the embedding
+# model loads, "store" while storing
 Progress = Callable[[int, int, str], None]
 BATCH = 48
 
@@ -51,6 +53,9 @@ class MineReport:
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
     parse_seconds: float = 0.0
+    # with replace=True, the source of this name mined from elsewhere that was deleted
+    # first: {"origin", "root", "kernels", "files"}; None when nothing was replaced
+    replaced: dict | None = None
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -328,12 +333,16 @@ def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
 # --- the pipeline ------------------------------------------------------------------------
 
 def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder: Embedder | None = None,
-         cache_root: Path | None = None, progress: Progress | None = None,
+         cache_root: Path | None = None, progress: Progress | None = None, replace: bool = False,
          exclude: Sequence[str] = ()) -> MineReport:
     """Mine ``source`` into ``kb``: its name and version go on every record written, its
     items are the files considered (files gone from it since the last mine are removed).
     A file matching a glob of ``exclude`` (see ``walk.excluded``) is left out, reported as
-    skipped: one file no parser survives must not block the rest of a tree."""
+    skipped: one file no parser survives must not block the rest of a tree.
+
+    A name already in the store for code from another origin (another folder named
+    ``ops``) raises ``UsageError`` before anything is written, unless ``replace``: then
+    that source is deleted first (``report.replaced`` says what went)."""
     from skel.kernels.model import KernelFacts
     from skel.store.knowledge import KernelRecord, SourceRecord
 
@@ -344,6 +353,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     name, version = source.name, source.version
     jobs = jobs or min(2, os.cpu_count() or 1)
     report = MineReport(source=name, version=version, root=source.root)
+    report.replaced = claim_name(kb, source, replace=replace)
 
     files: list[SourceFile] = []
     for item in source.items():
@@ -355,7 +365,8 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
             files.append(item)
     report.files = len(files) + sum(1 for s in report.skipped if s.rel.endswith(".py"))
 
-    started = SourceRecord(name=name, version=version, root=source.root, state="mining", started=time.time())
+    started = SourceRecord(name=name, version=version, root=source.root, state="mining", started=time.time(),
+                           origin=source.origin)
     kb.put_source(started)
 
     # A file is up to date in the store when neither its content nor the catalog changed:
@@ -390,6 +401,14 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
         kb.delete_kernels({"$and": [{"source": name}, {"file": {"$in": removed}}]})
         kb.forget_files(name, removed)
 
+    if embedder is None and any(kernels for _, kernels in writes):
+        if progress:  # loading a model takes seconds: say so rather than sit still
+            progress(0, 0, "model")
+        from skel.embed import default_embedder
+
+        embedder = default_embedder(bulk=True)
+    if progress and writes:
+        progress(0, len(writes), "store")
     for i in range(0, len(writes), BATCH):
         batch = writes[i:i + BATCH]
         records: list[KernelRecord] = []
@@ -407,10 +426,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
                     tokens=k.tokens(), text=k.text(),
                 ))
         if records:
-            if embedder is None:
-                from skel.embed import default_embedder
-
-                embedder = default_embedder(bulk=True)
+            assert embedder is not None  # loaded above: some file has kernels
             kb.bind_embedder(embedder.name)
             vectors = embedder.embed([r.text for r in records])
             for r, v in zip(records, vectors):
@@ -437,6 +453,47 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     started.counts = {"files": report.files, "kernels": report.kernels, "skipped": len(report.skipped)}
     kb.put_source(started)
     return report
+
+
+def claim_name(kb: KnowledgeBase, source: Source, *, replace: bool) -> dict | None:
+    """Make sure mining ``source`` under its name deletes nothing it was not asked to: the
+    name is free, or it already stands for the same origin (a re-mine), or ``replace``
+    deletes the other source first (what was deleted comes back). Otherwise UsageError."""
+    from skel.errors import UsageError
+
+    prior = kb.source(source.name)
+    if prior is None or same_origin(prior.origin, prior.root, source):
+        return None
+    was = prior.origin or prior.root
+    if not replace:
+        held = prior.counts.get("kernels")
+        raise UsageError(
+            f"the store already has a source named {source.name!r}, mined from {was}"
+            + (f" ({held} kernels)" if held is not None else "")
+            + f"; this one comes from {source.origin}. Mine it under its own name (--source NAME), "
+            f"or delete the stored one and mine this in its place (--replace)")
+    removed = kb.remove_source(source.name)
+    return {"origin": prior.origin, "root": prior.root, **removed}
+
+
+def same_origin(origin: str, root: str, source: Source) -> bool:
+    """Is a stored source (its ``origin``, ``root``) the code ``source`` reads? Records
+    written before origins existed have none: their root — the path given then — is
+    compared with this source's, resolved when it is absolute (a relative root can only
+    be compared as written)."""
+    if origin:
+        return origin == source.origin
+    if root == source.root:
+        return True
+    here = source.local_path
+    if here is None:
+        return False
+    # a git source's root is "PATH@REV": the same repository at another revision matches
+    for candidate in {root, root.rpartition("@")[0]} - {""}:
+        p = Path(candidate)
+        if p.is_absolute() and p.resolve() == here.resolve():
+            return True
+    return False
 
 
 def walk_hint(text: str, rel: str) -> bool:

@@ -15,6 +15,12 @@ language, a repository's history — is one more class here, not a fork of the m
 
 All of them apply the same filters, size limit and skip reasons (skel/miner/walk.py).
 
+Each also has an ``origin``: where its code comes from, independent of the name it is
+recorded under — the repository's remote (``github.com/org/repo``, the same for every clone
+and protocol) and the path inside it, else the resolved folder; ``package:NAME`` for a
+package. The miner keys records by name; the origin lets it tell a re-mine of the same
+code from another folder that merely has the same name (``ops``, ``src``, ``kernels``).
+
 Errors: a source that cannot be found — a missing path, a package that is not installed, a
 folder that is not a git repository, a revision or path the repository does not have —
 raises ``FileNotFoundError`` with a one-line message when the source is created, before
@@ -26,6 +32,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import re
 import subprocess
 import threading
 from abc import ABC, abstractmethod
@@ -52,6 +59,17 @@ class Source(ABC):
     def __iter__(self) -> Iterator[Item]:
         return self.items()
 
+    @property
+    def origin(self) -> str:
+        """Where the code comes from (see the module docstring); the root when a kind of
+        source knows nothing better."""
+        return self.root
+
+    @property
+    def local_path(self) -> Path | None:
+        """The folder or file on disk this source reads, when there is one."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, version={self.version!r}, root={self.root!r})"
 
@@ -72,6 +90,17 @@ class DirectorySource(Source):
         self.version = version or git_version(self.path) or "unversioned"
         self.root = str(self.path)
         self.prefix = prefix
+        self._origin: str | None = None
+
+    @property
+    def origin(self) -> str:
+        if self._origin is None:
+            self._origin = path_origin(self.path)
+        return self._origin
+
+    @property
+    def local_path(self) -> Path | None:
+        return self.path
 
     def items(self) -> Iterator[Item]:
         for item in walk.discover(self.path):
@@ -92,6 +121,11 @@ class PackageSource(DirectorySource):
         super().__init__(path, name or dist, version or dist_version,
                          prefix="" if path.is_file() else f"{import_name}/")
         self.import_name = import_name
+
+    @property
+    def origin(self) -> str:
+        # the same package wherever (and in whichever environment) it is installed
+        return f"package:{self.import_name}"
 
 
 def resolve_package(name: str) -> tuple[Path, str, str]:
@@ -125,6 +159,52 @@ def git_version(root: Path) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _git_out(cwd: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def remote_identity(url: str) -> str:
+    """``host/path`` of a git remote URL: the same for its https, ssh and scp-like
+    spellings, never with a user name or password (a token in a URL must not reach a
+    shared store)."""
+    url = url.strip()
+    m = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/]*@)?([^/:]+)(?::\d+)?(/.*)?$", url)
+    if m and not url.startswith("file://"):
+        host, rest = m.group(1), m.group(2) or ""
+    elif (m := re.match(r"^(?:[^@/:]+@)?([^/:]+):(?!//)(.+)$", url)) and not re.match(r"^[A-Za-z]:[\\/]", url):
+        host, rest = m.group(1), "/" + m.group(2)  # scp-like: [user@]host:path
+    else:  # a local path (or file://) remote
+        return url.removeprefix("file://").rstrip("/").removesuffix(".git")
+    return f"{host.lower()}{rest.rstrip('/').removesuffix('.git')}"
+
+
+def repo_identity(cwd: Path) -> str | None:
+    """The identity of the repository holding ``cwd``: its ``origin`` remote (else its
+    first remote), as ``remote_identity``; None without a remote or outside git."""
+    remotes = (_git_out(cwd, "remote") or "").split()
+    if not remotes:
+        return None
+    url = _git_out(cwd, "remote", "get-url", "origin" if "origin" in remotes else remotes[0])
+    return remote_identity(url) if url else None
+
+
+def path_origin(path: Path) -> str:
+    """The origin of a folder or file on disk: its repository's remote and its path in
+    the repository when it is in a checkout with a remote, else its resolved path."""
+    resolved = path.resolve()
+    folder = resolved if resolved.is_dir() else resolved.parent
+    identity = repo_identity(folder)
+    prefix = _git_out(folder, "rev-parse", "--show-prefix") if identity else None
+    if identity is None or prefix is None:
+        return str(resolved)
+    inside = prefix.rstrip("/") + ("" if resolved.is_dir() else "/" + resolved.name)
+    return f"{identity}/{inside.strip('/')}".rstrip("/")
 
 
 # --- a git tree at a revision ------------------------------------------------------------
@@ -174,6 +254,27 @@ class GitSource(Source):
         self.name = name or named.name.removesuffix(".git") or named.name  # as DirectorySource names it
         self.version = version or self.commit
         self.root = f"{path}@{rev}"
+        self.path = path
+        self._origin: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """The remote and path in the repository, as ``path_origin`` gives for a checkout
+        (a folder and the same folder at another revision are one source); without a
+        remote, the repository's resolved location and the path."""
+        if self._origin is None:
+            identity = repo_identity(self.cwd)
+            if identity is None:
+                top = _git_out(self.cwd, "rev-parse", "--show-toplevel")
+                if not top:  # a bare repository
+                    top = (_git_out(self.cwd, "rev-parse", "--absolute-git-dir") or str(self.cwd.resolve()))
+                identity = str(Path(top).resolve())
+            self._origin = f"{identity}/{self.subpath}".rstrip("/")
+        return self._origin
+
+    @property
+    def local_path(self) -> Path | None:
+        return self.path
 
     def _git(self, *args: str) -> str | None:
         """stdout of a git command run in the repository, or None when it fails."""

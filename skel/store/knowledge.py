@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,10 @@ class SourceRecord:
     started: float
     finished: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    # where the code comes from (skel.miner.sources: a remote and path, a resolved folder,
+    # package:NAME): what tells the same source from another one with the same name. ""
+    # in records written before it existed (the miner then compares ``root``).
+    origin: str = ""
 
 
 @dataclass
@@ -167,6 +172,9 @@ class KnowledgeBase:
         self._client = client
         self.location = location
         self._cols: dict[str, Any] = {}
+        # said to the user with what is read from here (a read-only store is read from a copy)
+        self.note: str | None = None
+        self.read_only = False  # a copy of a read-only store: what is written here is dropped
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -178,20 +186,31 @@ class KnowledgeBase:
         except ImportError as exc:  # pragma: no cover - install problem
             raise StoreError(f"chromadb is not installed: {exc}") from exc
         settings = Settings(anonymized_telemetry=False)
+        server = server_address(location)
         try:
-            if location.startswith(("http://", "https://")):
-                from urllib.parse import urlparse
-
-                u = urlparse(location)
-                client = chromadb.HttpClient(host=u.hostname or "localhost", port=u.port or 8000,
-                                             ssl=u.scheme == "https", settings=settings)
-                client.heartbeat()
+            if server is not None:
+                host, port, ssl = server
+                try:
+                    client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+                    client.heartbeat()
+                except Exception as exc:  # noqa: BLE001 - chroma's errors say little; _reason says what it can
+                    raise StoreError(f"cannot reach the Chroma server at {location}: {_reason(exc)}") from exc
             else:
                 path = Path(location)
                 if not create and not path.exists():
                     raise StoreError(f"no knowledge base at {path} (run `skel mine` first, or pass --store)")
                 if path.exists() and not path.is_dir():
                     raise StoreError(f"store location {path} is a file, not a directory")
+                if path.exists() and not _writable(path):
+                    if create:
+                        raise StoreError(f"store at {path} is read-only (permissions or a read-only "
+                                         "filesystem): this needs a writable --store")
+                    # chroma writes on open (migrations, its lock), even to read: read a copy
+                    kb = cls(chromadb.PersistentClient(path=_read_only_copy(path), settings=settings), location)
+                    kb.note = f"the store at {path} is read-only: read from a temporary copy"
+                    kb.read_only = True
+                    kb._check_schema()
+                    return kb
                 path.mkdir(parents=True, exist_ok=True)
                 client = chromadb.PersistentClient(path=str(path), settings=settings)
         except StoreError:
@@ -305,14 +324,36 @@ class KnowledgeBase:
         self._col("sources").upsert(
             ids=[s.name], embeddings=[_PLACEHOLDER],
             metadatas=[{"name": s.name, "version": s.version, "root": s.root, "state": s.state,
-                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts)}],
+                        "started": s.started, "finished": s.finished, "counts": json.dumps(s.counts),
+                        "origin": s.origin}],
         )
 
     def sources(self) -> list[SourceRecord]:
         res = self._col("sources").get(include=["metadatas"])
-        return [SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
-                             started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]))
-                for m in res["metadatas"]]
+        return sorted((_source_record(m) for m in res["metadatas"]), key=lambda s: s.name)
+
+    def source(self, name: str) -> SourceRecord | None:
+        got = self._col("sources").get(ids=[name], include=["metadatas"])
+        return _source_record(got["metadatas"][0]) if got["ids"] else None
+
+    def remove_source(self, name: str) -> dict[str, int]:
+        """Delete a source: its kernels, its files' commit markers and its record; the
+        statistics are recomputed. Returns what was removed ({"kernels": n, "files": m}).
+
+        Markers go first: were this interrupted, a later mine of the name redoes every file
+        rather than trusting markers whose kernels are gone; the record goes last, so an
+        interrupted removal is still listed and can be run again."""
+        if self.read_only:
+            raise StoreError(f"store at {self.location} is read-only: cannot remove a source from it")
+        files = self._col("files").get(where={"source": name}, include=[])["ids"]
+        kernels = self._col("kernels").get(where={"source": name}, include=[])["ids"]
+        if files:
+            self._col("files").delete(ids=files)
+        if kernels:
+            self._col("kernels").delete(ids=kernels)
+        self._col("sources").delete(ids=[name])
+        self.recompute_stats()
+        return {"kernels": len(kernels), "files": len(files)}
 
     # --- statistics ---------------------------------------------------------------------
     def put_stats(self, stats: Stats) -> None:
@@ -410,6 +451,101 @@ class KnowledgeBase:
         """The shipped runs and this store's, grouped by skeleton id (a local run replaces a
         shipped one with the same key). One read for a whole ranking."""
         return merge_evidence(shipped_verifications(), self.verifications())
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d+/?$")
+
+
+def server_address(location: str) -> tuple[str, int, bool] | None:
+    """(host, port, https) when ``location`` names a Chroma server, None for a folder.
+
+    Only http:// and https:// name a server. Anything else that reads as an address is
+    refused rather than taken as a folder name: another scheme (``ftp://x``), or
+    ``HOST:PORT`` without one (``localhost:8000``), unless a folder of that name exists."""
+    from urllib.parse import urlparse
+
+    m = _SCHEME.match(location)
+    if m is None:
+        if _HOST_PORT.match(location) and not Path(location).exists():
+            raise StoreError(f"store location {location!r} looks like HOST:PORT: write http://{location.rstrip('/')} "
+                             f"for a Chroma server, or ./{location} for a folder of that name")
+        return None
+    scheme = m.group(1).lower()
+    if scheme not in ("http", "https"):
+        raise StoreError(f"store location {location!r}: {scheme}:// is not supported; a store is a folder "
+                         "or http(s)://HOST:PORT (a Chroma server)")
+    u = urlparse(location)
+    try:
+        port = u.port
+    except ValueError:
+        raise StoreError(f"store location {location!r}: the port is not a number from 1 to 65535") from None
+    if not u.hostname:
+        raise StoreError(f"store location {location!r}: no host (expected http(s)://HOST:PORT)")
+    if port == 0:
+        raise StoreError(f"store location {location!r}: the port is not a number from 1 to 65535")
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname  # an IPv6 literal keeps its brackets
+    return host, port or 8000, scheme == "https"
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why a server did not answer as Chroma: the first message in the
+    exception's chain, an HTML page or an empty body named as such."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = " ".join(str(seen).split())
+        if text.startswith("<") or "<html" in text.lower():
+            return "it answered with a web page: is it a Chroma server (`chroma run`)?"
+        if text:
+            return text[:200] + ("..." if len(text) > 200 else "")
+        seen = seen.__cause__ or seen.__context__
+    return f"{type(exc).__name__} with no message: is it a Chroma server (`chroma run`), and running?"
+
+
+def _writable(path: Path) -> bool:
+    """Can this process write the store's folder and database? False on a read-only
+    filesystem even for root (access(2) reports EROFS whoever asks)."""
+    db = path / "chroma.sqlite3"
+    return os.access(path, os.W_OK) and (not db.exists() or os.access(db, os.W_OK))
+
+
+# read-only stores copied in this process: path -> (what the copy was taken of, the copy),
+# so a long-running server opening the store per request copies it once, not every time
+_READ_ONLY_COPIES: dict[str, tuple[tuple, str]] = {}
+
+
+def _read_only_copy(path: Path) -> str:
+    """A private, writable copy of the read-only store at ``path`` (its chroma files; the
+    history beside them is read in place), removed when the process exits; reused while
+    the store's files are unchanged."""
+    import atexit
+    import shutil
+    import tempfile
+
+    def signature() -> tuple:
+        return tuple(sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns)
+                            for f in path.rglob("*") if f.is_file() and f.relative_to(path).parts[0] != "history"))
+
+    key = str(path.resolve())
+    sig = signature()
+    kept = _READ_ONLY_COPIES.get(key)
+    if kept is not None and kept[0] == sig and Path(kept[1]).is_dir():
+        return kept[1]
+    tmp = tempfile.mkdtemp(prefix="skel-read-only-store-")
+    atexit.register(shutil.rmtree, tmp, True)
+    copy = str(Path(tmp) / "store")
+    try:
+        shutil.copytree(path, copy, ignore=lambda d, names: ["history"] if Path(d) == path else [])
+    except OSError as exc:
+        raise StoreError(f"store at {path} is read-only and could not be copied to read it: {exc}") from exc
+    _READ_ONLY_COPIES[key] = (sig, copy)
+    return copy
+
+
+def _source_record(m: dict) -> SourceRecord:
+    return SourceRecord(name=m["name"], version=m["version"], root=m["root"], state=m["state"],
+                        started=m["started"], finished=m["finished"], counts=json.loads(m["counts"]),
+                        origin=m.get("origin") or "")
 
 
 def _file_id(source: str, file: str) -> str:

@@ -64,8 +64,9 @@ def build_kb(cases: list[dict], cache: Path, store: Path, embedder):
     for pkg, version in sorted(newest_after(cases).items()):
         root = fetch.ensure(pkg, version, cache)
         t = time.perf_counter()
+        # each release unpacks into its own folder: a newer one replaces the package's older one
         rep = mine(DirectorySource(root, fetch.norm(pkg), version), kb, embedder=embedder,
-                   cache_root=cache / "facts-cache")
+                   cache_root=cache / "facts-cache", replace=True)
         print(f"  knowledge base: {pkg} {version}: {rep.kernels} kernels "
               f"({rep.parsed} files parsed, {time.perf_counter() - t:.1f}s)", flush=True)
     return kb
