@@ -150,7 +150,19 @@ def _transient(value: list[dict] | str) -> bool:
 
 
 def _serve(conn, fn: Callable) -> None:
-    """A parser worker: one job in, ``fn(job)`` out, until told to stop or orphaned."""
+    """A parser worker: imports what parsing needs, says "ready" (so a file's time limit
+    never counts a slow start), then one job in, ``fn(job)`` out, until told to stop."""
+    try:
+        from skel.kernels import cuda, triton  # noqa: F401 - the imports are the warm-up
+        from skel.skeletons.registry import all_skeletons
+
+        all_skeletons()
+    except Exception:  # noqa: BLE001 - the first job reports what is broken, per file
+        pass
+    try:
+        conn.send("ready")
+    except OSError:
+        return
     while True:
         try:
             job = conn.recv()
@@ -167,8 +179,14 @@ class _Worker:
         self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
         self.proc.start()
         child.close()
+        self.ready = False  # its warm-up done
         self.job: int | None = None  # index of the job it holds
         self.deadline = 0.0
+
+    def how_it_ended(self) -> str:
+        self.proc.join(timeout=5)
+        code = self.proc.exitcode
+        return f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
 
     def stop(self, kill: bool = False) -> None:
         try:
@@ -200,10 +218,11 @@ def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
     ctx = multiprocessing.get_context("spawn")
     pending = list(range(len(jobs_in)))[::-1]
     pool = [_Worker(ctx, fn) for _ in range(min(workers, len(jobs_in)))]
+    failed_starts = 0
     try:
         while pending or any(w.job is not None for w in pool):
             for w in pool:
-                if w.job is None and pending:
+                if w.ready and w.job is None and pending:
                     w.job = pending.pop()
                     w.deadline = time.monotonic() + seconds
                     try:
@@ -211,9 +230,22 @@ def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
                     except OSError:
                         pass  # died idle: its recv below reports it
             busy = [w for w in pool if w.job is not None]
-            wait_for = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-            ready = wait([w.conn for w in busy], timeout=wait_for)
+            waiting = busy + [w for w in pool if not w.ready]
+            wait_for = max(0.0, min(w.deadline for w in busy) - time.monotonic()) if busy else None
+            ready = wait([w.conn for w in waiting], timeout=wait_for)
             for i, w in enumerate(pool):
+                if not w.ready:
+                    if w.conn in ready:
+                        try:
+                            w.ready = w.conn.recv() == "ready"
+                        except (EOFError, OSError):
+                            failed_starts += 1
+                            how = w.how_it_ended()
+                            w.stop(kill=True)
+                            if failed_starts > 3 * workers:
+                                raise RuntimeError(f"parser worker processes die as they start ({how})") from None
+                            pool[i] = _Worker(ctx, fn)
+                    continue
                 if w.job is None:
                     continue
                 idx, rel = w.job, jobs_in[w.job][0]
@@ -221,10 +253,7 @@ def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
                     try:
                         result = w.conn.recv()
                     except (EOFError, OSError):
-                        w.proc.join(timeout=5)
-                        code = w.proc.exitcode
-                        how = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
-                        result = (rel, f"{_CRASHED} ({how}); the file is skipped")
+                        result = (rel, f"{_CRASHED} ({w.how_it_ended()}); the file is skipped")
                         w.stop(kill=True)
                         pool[i] = w = _Worker(ctx, fn)
                     w.job = None
@@ -235,7 +264,7 @@ def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
                     yield idx, (rel, f"{_TIMED_OUT} (over {seconds:g}s); the file is skipped")
     finally:
         for w in pool:
-            w.stop(kill=w.job is not None)
+            w.stop(kill=w.job is not None or not w.ready)
 
 
 def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,

@@ -131,7 +131,7 @@ def test_a_worker_killed_by_a_file_costs_that_file_only():
     jobs = [(f"f{i}.py", ok, []) for i in range(6)]
     jobs[1] = ("crash.py", ok, [])
     jobs[4] = ("hang.py", ok, [])
-    results = dict(isolated(jobs, 2, 8.0, fn=hc.dying_extract))
+    results = dict(isolated(jobs, 2, 4.0, fn=hc.dying_extract))
     assert sorted(results) == list(range(6))
     assert results[1][1].startswith("the parser crashed (signal 11)")
     assert results[4][1].startswith("parse timed out")
