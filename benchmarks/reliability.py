@@ -1,5 +1,6 @@
-"""Reliability figures for the store: faults survived and load held.
+"""Reliability figures: what skel survives, measured. One script, one section per area.
 
+    python benchmarks/reliability.py fuzz [--files 10000] [--seed N]   # hostile sources (reliability_fuzz.py)
     python benchmarks/reliability.py faults [--seed 0] [--files 24]
     python benchmarks/reliability.py load [--clients 8] [--requests 200]
 
@@ -414,7 +415,13 @@ def main() -> None:
     ld.add_argument("--clients", type=int, default=8)
     ld.add_argument("--requests", type=int, default=200)
     ld.add_argument("--files", type=int, default=24)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import reliability_fuzz  # beside this script
+
+    reliability_fuzz.add_parser(sub)
     args = ap.parse_args()
+    if args.section == "fuzz":
+        sys.exit(reliability_fuzz.run(args))
     os.environ.setdefault("SKEL_EMBEDDER", "hash")
     # a shell's background job ignores SIGINT, and children inherit that: give them Ctrl-C back
     signal.signal(signal.SIGINT, signal.default_int_handler)

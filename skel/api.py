@@ -16,7 +16,7 @@ import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 
 from skel.errors import InputError, StoreError, UsageError
 
@@ -267,9 +267,11 @@ def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verific
 
 def mine(path: str | None = None, *, package: str | None = None, rev: str | None = None,
          source: str | None = None, version: str | None = None, jobs: int | None = None,
-         store: str | None = None, progress: Progress | None = None, replace: bool = False) -> MineReport:
+         store: str | None = None, progress: Progress | None = None, replace: bool = False,
+         exclude: Sequence[str] = ()) -> MineReport:
     """Mine a path (repository, folder, file), a git repository at a revision (``rev``) or
-    an installed package into the store, creating the store if needed. KeyboardInterrupt
+    an installed package into the store, creating the store if needed; files matching a
+    glob of ``exclude`` are left out (reported as skipped). KeyboardInterrupt
     is let through on purpose: the store is consistent at every point and the same call
     resumes where it stopped. A source name the store already holds for other code (two
     folders named ``ops``) is refused (UsageError) unless ``replace`` deletes that one."""
@@ -278,12 +280,12 @@ def mine(path: str | None = None, *, package: str | None = None, rev: str | None
 
     src = _source(path, package, rev, name=source, version=version)
     # an unchanged folder or package is answered from its stamps, without opening the store
-    unchanged = unchanged_report(store or default_location(), src)
+    unchanged = unchanged_report(store or default_location(), src) if not exclude else None
     if unchanged is not None:
         return unchanged
     kb = open_store(store, create=True)  # validates the location first
     with _writing(kb.location):
-        return _run_miner(src, kb, jobs=jobs, progress=progress, replace=replace)
+        return _run_miner(src, kb, jobs=jobs, progress=progress, replace=replace, exclude=exclude)
 
 
 def _writing(location: str, *, wait: float = 0.0) -> AbstractContextManager:
@@ -339,13 +341,14 @@ def _source(path: str | None, package: str | None, rev: str | None, *, name: str
 
 
 def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None,
-               replace: bool = False) -> MineReport:
+               replace: bool = False, exclude: Sequence[str] = ()) -> MineReport:
     """The one call into the miner."""
     from skel.miner.mine import mine as run
     from skel.store.knowledge import cache_dir
 
     try:
-        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress, replace=replace)
+        return run(src, kb, jobs=jobs, cache_root=cache_dir(), progress=progress, replace=replace,
+                   exclude=exclude)
     except OSError as exc:  # the source vanished, or git failed while reading it
         raise InputError(f"reading {src.root}: {exc.strerror or exc}") from exc
 

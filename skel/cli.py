@@ -164,12 +164,15 @@ def cli(debug: bool) -> None:
 @click.option("--max-commits", type=click.IntRange(1, None), default=None,
               help="With --history: read at most N commits (oldest first); the next run continues.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
+@click.option("--exclude", "exclude", metavar="GLOB", multiple=True,
+              help="Leave out files whose relative path, a folder above them or their name matches GLOB "
+              "(repeatable), e.g. --exclude 'third_party/*' --exclude '*_generated.py'.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @click.option("--replace", is_flag=True, help="When the store already has a source of this name mined from other "
               "code (another folder named the same): delete it and mine this one in its place (default: refuse).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, history, since, max_commits, jobs, store, replace, as_json,
+def mine(path, package, source, version, rev, history, since, max_commits, jobs, exclude, store, replace, as_json,
          no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
     (a repository at another revision with --rev; its commit history with --history).
@@ -185,6 +188,8 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     that changes a kernel file (.py: Triton only, so far) is compared before/after; a re-run
     reads only new commits.
     """
+    if exclude and history:
+        raise click.UsageError("--exclude does not go with --history")
     if history:
         if replace:
             raise click.UsageError("--replace goes with a plain mine, not --history")
@@ -195,7 +200,7 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     progress = MineProgress(sys.stderr, show=not (no_progress or as_json) and sys.stderr.isatty())
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
-                          store=store, progress=progress, replace=replace)
+                          store=store, progress=progress, replace=replace, exclude=exclude)
     except KeyboardInterrupt:
         progress.close()
         click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",

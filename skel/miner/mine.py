@@ -17,10 +17,9 @@ import json
 import os
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from skel.miner import walk
 from skel.miner.sources import Source
@@ -75,9 +74,12 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
     built from the parsed tree: the file is parsed once, and only plain data crosses the
     process boundary and lands in the cache."""
     rel, text, tables = job
-    from skel.kernels.extract import extract
+    from skel.kernels.extract import extract, language_of
+    from skel.kernels.guard import refusal
     from skel.kernels.model import ParseError
 
+    if reason := refusal(text, rel, language_of(rel)):
+        return rel, reason
     try:
         out = []
         for k in extract(text, rel):
@@ -89,6 +91,8 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
         return rel, f"syntax error: {exc}"
     except RecursionError:
         return rel, "too deeply nested to parse"
+    except MemoryError:
+        return rel, "out of memory while parsing"
     except Exception as exc:  # noqa: BLE001 - one bad file never aborts a mine
         return rel, f"extractor failed: {type(exc).__name__}: {exc}"
 
@@ -133,6 +137,136 @@ class FactsCache:
             pass  # the cache is an optimisation only
 
 
+#: a file whose parse takes longer than this (seconds) is skipped, its worker killed
+PARSE_SECONDS = float(os.environ.get("SKEL_PARSE_SECONDS", "120"))
+_CRASHED = "the parser crashed"
+_TIMED_OUT = "parse timed out"
+
+
+def _transient(value: list[dict] | str) -> bool:
+    """A crash or time-out may be the machine's (memory, load), not the file's: not cached,
+    so the next mine tries the file again."""
+    return isinstance(value, str) and value.startswith((_CRASHED, _TIMED_OUT))
+
+
+def _serve(conn, fn: Callable) -> None:
+    """A parser worker: imports what parsing needs, says "ready" (so a file's time limit
+    never counts a slow start), then one job in, ``fn(job)`` out, until told to stop."""
+    try:
+        from skel.kernels import cuda, triton  # noqa: F401 - the imports are the warm-up
+        from skel.skeletons.registry import all_skeletons
+
+        all_skeletons()
+    except Exception:  # noqa: BLE001 - the first job reports what is broken, per file
+        pass
+    try:
+        conn.send("ready")
+    except OSError:
+        return
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        conn.send(fn(job))
+
+
+class _Worker:
+    def __init__(self, ctx, fn: Callable) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
+        self.proc.start()
+        child.close()
+        self.ready = False  # its warm-up done
+        self.job: int | None = None  # index of the job it holds
+        self.deadline = 0.0
+
+    def how_it_ended(self) -> str:
+        self.proc.join(timeout=5)
+        code = self.proc.exitcode
+        return f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
+
+    def stop(self, kill: bool = False) -> None:
+        try:
+            if kill:
+                self.proc.kill()
+            else:
+                self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
+             seconds: float, fn: Callable = _extract) -> Iterator[tuple[int, tuple[str, list[dict] | str]]]:
+    """``_extract`` of each job in worker processes, yielding (job index, result) as each
+    ends. A worker that dies (a native parser's stack overflow is a SIGSEGV no Python code
+    can catch) or runs past ``seconds`` on one file costs that file only: it becomes a
+    skip with the reason, and a fresh worker takes the next job. Each worker holds one
+    job at a time, so the file that killed it is always known. ``fn`` (a module-level
+    function, for spawn) is ``_extract`` but for tests that need a worker to die."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    # spawn, not fork: the parent may hold chromadb's threads and sockets
+    ctx = multiprocessing.get_context("spawn")
+    pending = list(range(len(jobs_in)))[::-1]
+    pool = [_Worker(ctx, fn) for _ in range(min(workers, len(jobs_in)))]
+    failed_starts = 0
+    try:
+        while pending or any(w.job is not None for w in pool):
+            for w in pool:
+                if w.ready and w.job is None and pending:
+                    w.job = pending.pop()
+                    w.deadline = time.monotonic() + seconds
+                    try:
+                        w.conn.send(jobs_in[w.job])
+                    except OSError:
+                        pass  # died idle: its recv below reports it
+            busy = [w for w in pool if w.job is not None]
+            waiting = busy + [w for w in pool if not w.ready]
+            wait_for = max(0.0, min(w.deadline for w in busy) - time.monotonic()) if busy else None
+            ready = wait([w.conn for w in waiting], timeout=wait_for)
+            for i, w in enumerate(pool):
+                if not w.ready:
+                    if w.conn in ready:
+                        try:
+                            w.ready = w.conn.recv() == "ready"
+                        except (EOFError, OSError):
+                            failed_starts += 1
+                            how = w.how_it_ended()
+                            w.stop(kill=True)
+                            if failed_starts > 3 * workers:
+                                raise RuntimeError(f"parser worker processes die as they start ({how})") from None
+                            pool[i] = _Worker(ctx, fn)
+                    continue
+                if w.job is None:
+                    continue
+                idx, rel = w.job, jobs_in[w.job][0]
+                if w.conn in ready:
+                    try:
+                        result = w.conn.recv()
+                    except (EOFError, OSError):
+                        result = (rel, f"{_CRASHED} ({w.how_it_ended()}); the file is skipped")
+                        w.stop(kill=True)
+                        pool[i] = w = _Worker(ctx, fn)
+                    w.job = None
+                    yield idx, result
+                elif time.monotonic() >= w.deadline:
+                    w.stop(kill=True)
+                    pool[i] = _Worker(ctx, fn)
+                    yield idx, (rel, f"{_TIMED_OUT} (over {seconds:g}s); the file is skipped")
+    finally:
+        for w in pool:
+            w.stop(kill=w.job is not None or not w.ready)
+
+
 def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
                  progress: Progress | None = None, *,
                  by_digest: bool = False) -> tuple[dict[str, list[dict] | str], int]:
@@ -152,25 +286,29 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
     if progress:
         progress(done, total, "parse")
     if jobs > 1 and len(todo) > 4:
-        import multiprocessing
-
-        # spawn, not fork: the parent may hold chromadb's threads and sockets
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            # largest files first keeps both workers busy until the end
-            order = sorted(todo, key=lambda f: -len(f.text))
-            jobs_in = [(f.rel, f.text, f.config_tables) for f in order]
-            for f, (rel, value) in zip(order, pool.map(_extract, jobs_in, chunksize=2)):
-                results[f.digest if by_digest else rel] = value
-                cache.put(f.digest, value)
-                done += 1
-                if progress:
-                    progress(done, total, rel)
-    else:
-        for f in todo:
-            rel, value = _extract((f.rel, f.text, f.config_tables))
+        # largest files first keeps both workers busy until the end
+        order = sorted(todo, key=lambda f: -len(f.text))
+        jobs_in = [(f.rel, f.text, f.config_tables) for f in order]
+        for i, (rel, value) in isolated(jobs_in, jobs, PARSE_SECONDS):
+            f = order[i]
             results[f.digest if by_digest else rel] = value
-            cache.put(f.digest, value)
+            if not _transient(value):
+                cache.put(f.digest, value)
+            done += 1
+            if progress:
+                progress(done, total, rel)
+    else:
+        from skel.kernels.guard import TooSlow, time_limit
+
+        for f in todo:
+            try:  # in this process, a slow analysis is stopped by a timer (main thread only)
+                with time_limit(PARSE_SECONDS):
+                    rel, value = _extract((f.rel, f.text, f.config_tables))
+            except TooSlow:
+                rel, value = f.rel, f"{_TIMED_OUT} (over {PARSE_SECONDS:g}s); the file is skipped"
+            results[f.digest if by_digest else rel] = value
+            if not _transient(value):
+                cache.put(f.digest, value)
             done += 1
             if progress:
                 progress(done, total, rel)
@@ -224,9 +362,12 @@ def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
 # --- the pipeline ------------------------------------------------------------------------
 
 def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder: Embedder | None = None,
-         cache_root: Path | None = None, progress: Progress | None = None, replace: bool = False) -> MineReport:
+         cache_root: Path | None = None, progress: Progress | None = None, replace: bool = False,
+         exclude: Sequence[str] = ()) -> MineReport:
     """Mine ``source`` into ``kb``: its name and version go on every record written, its
     items are the files considered (files gone from it since the last mine are removed).
+    A file matching a glob of ``exclude`` (see ``walk.excluded``) is left out, reported as
+    skipped: one file no parser survives must not block the rest of a tree.
 
     A name already in the store for code from another origin (another folder named
     ``ops``) raises ``UsageError`` before anything is written, unless ``replace``: then
@@ -251,7 +392,9 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
 
     files: list[SourceFile] = []
     for item in source.items():
-        if isinstance(item, Skipped):
+        if exclude and (pattern := walk.excluded(item.rel, exclude)):
+            report.skipped.append(Skipped(item.rel, f"excluded (--exclude {pattern})"))
+        elif isinstance(item, Skipped):
             report.skipped.append(item)
         else:
             files.append(item)

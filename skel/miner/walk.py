@@ -14,14 +14,16 @@ the entries of ``git ls-tree``.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
-MAX_BYTES = 2 * 1024 * 1024  # larger .py files are generated tables, not kernels
+from skel.kernels.guard import MAX_BYTES  # larger files are generated tables, not kernels
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv",
              ".mypy_cache", ".pytest_cache", ".eggs", "build", "dist", "site-packages"}
 TEST_FILE = re.compile(r"(^test_.*\.py$)|(.*_test\.py$)|(^conftest\.py$)")
@@ -64,6 +66,7 @@ def discover(root: Path) -> Iterator[SourceFile | Skipped]:
         yield _read(root, root.name)
         return
     seen: set[str] = set()
+    top = os.path.realpath(root)
     stack = [root]
     while stack:
         d = stack.pop()
@@ -84,6 +87,10 @@ def discover(root: Path) -> Iterator[SourceFile | Skipped]:
         subdirs = []
         for e in entries:
             try:
+                if e.is_symlink() and not _inside(os.path.realpath(e.path), top):
+                    # following it could mine /, or someone else's tree: as in a git tree, not followed
+                    yield Skipped(_rel(Path(e.path), root), "symlink leading outside the mined root (not followed)")
+                    continue
                 if e.is_dir():  # follows symlinks; loops are caught by `seen`
                     if not skip_dir(e.name):
                         subdirs.append(Path(e.path))
@@ -102,12 +109,32 @@ def _rel(p: Path, root: Path) -> str:
         return p.as_posix()
 
 
+def _inside(real: str, top: str) -> bool:
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device"}
+
+
 def _read(path: Path, rel: str) -> SourceFile | Skipped:
     try:
-        size = path.stat().st_size
-        if skipped := too_large(rel, size):
-            return skipped
-        data = path.read_bytes()
+        # O_NONBLOCK: opening a FIFO (named like a source file) must not wait for a writer;
+        # what is open is then checked, so a file swapped for a FIFO after a stat is caught too
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+                return Skipped(rel, f"not a regular file ({kind})")
+            if skipped := too_large(rel, st.st_size):
+                return skipped
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read(MAX_BYTES + 1)  # a file growing while read stops at the limit
+            if skipped := too_large(rel, len(data)):
+                return skipped
+        finally:
+            os.close(fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return Skipped(rel, "symlink loop")
@@ -141,6 +168,19 @@ def too_large(rel: str, size: int) -> Skipped | None:
     """The skip for a file over MAX_BYTES, before its content is read; None when it fits."""
     if size > MAX_BYTES:
         return Skipped(rel, f"too large ({size // 1024} KiB > {MAX_BYTES // 1024} KiB)")
+    return None
+
+
+def excluded(rel: str, patterns: Iterable[str]) -> str | None:
+    """The first glob in ``patterns`` matching ``rel`` (``skel mine --exclude``), or None. A
+    pattern matches the whole relative path (``*`` crosses ``/``), any folder above the
+    file (``vendor``, ``third_party/*``) or the file's name (``*_gen.py``)."""
+    parts = rel.split("/")
+    names = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)] + [parts[-1]]
+    for pattern in patterns:
+        pattern = pattern.strip("/")
+        if any(fnmatch.fnmatchcase(n, pattern) for n in names):
+            return pattern
     return None
 
 

@@ -51,6 +51,7 @@
 from __future__ import annotations
 
 import math
+import os
 import weakref
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
@@ -166,12 +167,15 @@ class KernelResult:
 # file asked about again unchanged is not parsed again (and its facts keep their assessments)
 _EXTRACTED: OrderedDict[tuple[str, str, tuple[str, ...]], list] = OrderedDict()
 _KEEP_FILES = 32
+#: one file's extraction in `skel suggest` stops after this many seconds (0: no limit)
+ANALYSIS_SECONDS = float(os.environ.get("SKEL_ANALYSIS_SECONDS", "60"))
 
 
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
     from skel.kernels.configs import config_tables_beside
     from skel.kernels.extract import WANTED, extract, language_of
+    from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
     from skel.kernels.model import ParseError
 
     p = Path(path)
@@ -181,21 +185,38 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         raise SuggestError(f"{p}: is a directory (give a .py file holding a @triton.jit kernel, or a .cu/.cuh/"
                            ".cpp file holding a __global__ kernel)")
     try:
-        text = p.read_bytes().decode("utf-8")
+        if not p.is_file():  # a FIFO or a device would block the read, or never end
+            raise SuggestError(f"{p}: not a regular file")
+        with p.open("rb") as fh:  # the miner's limit: a 20 MB file took minutes and 20 GB
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise SuggestError(f"{p}: too large (over {MAX_BYTES // 1024} KiB; kernel files are smaller)")
+        if b"\0" in data:
+            raise SuggestError(f"{p}: binary (NUL bytes)")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SuggestError(f"{p}: not UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
-        raise SuggestError(f"{p}: unreadable: {exc.strerror}") from exc
+        raise SuggestError(f"{p}: unreadable: {exc.strerror or exc}") from exc
     tables = config_tables_beside(p)  # tuned launch configs beside the file (configs/*.json)
     key = (str(p), text, tuple(tables))
     kernels = _EXTRACTED.get(key)
     if kernels is None:
+        if reason := refusal(text, str(p), language_of(str(p))):
+            raise SuggestError(f"{p}: cannot be analysed: {reason}")
         try:
-            kernels = extract(text, str(p))
+            with time_limit(ANALYSIS_SECONDS):
+                kernels = extract(text, str(p))
+                helpers = "" if kernels else _helpers_only(text, p)
         except ParseError as exc:
             raise SuggestError(f"{p}: does not parse: {exc}") from exc
+        except (RecursionError, MemoryError) as exc:
+            raise SuggestError(f"{p}: cannot be analysed: an expression is too deeply nested "
+                               f"({type(exc).__name__})") from exc
+        except TooSlow as exc:
+            raise SuggestError(f"{p}: cannot be analysed: {exc} (SKEL_ANALYSIS_SECONDS sets the limit)") from exc
         if not kernels:
-            raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + _helpers_only(text, p))
+            raise NoKernelError(f"{p}: no {WANTED[language_of(str(p))]} found" + helpers)
         for k in kernels:
             k.config_tables = tables
         _EXTRACTED[key] = kernels
