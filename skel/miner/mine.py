@@ -77,11 +77,13 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
     from skel.kernels.extract import extract, language_of
     from skel.kernels.guard import refusal
     from skel.kernels.model import ParseError
+    from skel.store.faults import slow_extraction
 
     if reason := refusal(text, rel, language_of(rel)):
         return rel, reason
     try:
         out = []
+        slow_extraction(rel)  # a test-only hook (skel/store/faults.py); a no-op otherwise
         for k in extract(text, rel):
             k.config_tables = list(tables)
             uses, fits, lines = tag_lines(k)

@@ -1,4 +1,5 @@
-"""A test-only fault hook: kill this process at its Nth store write.
+"""Test-only fault hooks: kill this process at its Nth store write; make one file's
+extraction hang.
 
 The reliability suite (tests/reliability, benchmarks/reliability.py) must kill a mine at
 exact, reproducible points *inside* store writes, which random delays rarely hit. With
@@ -7,6 +8,11 @@ exact, reproducible points *inside* store writes, which random delays rarely hit
 Nth write began, i.e. while chroma is still writing it. Unset (always, outside tests),
 it costs one dictionary lookup per write. ``SKEL_FAULT_SIGNAL=INT`` sends SIGINT instead
 (a Ctrl-C at an exact point).
+
+``SKEL_FAULT_SLOW_FILE=NAME`` makes the extraction of a file named NAME sleep for an hour:
+the per-file time limits (in a parser worker, or the in-process timer) must end it. A
+naturally slow file is a moving target (each one found was made fast), so the tests of
+the limit use this.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 _count = 0
 
@@ -32,3 +39,9 @@ def before_write() -> None:
         os.kill(os.getpid(), sig)
     else:
         threading.Timer(int(ms) / 1000, os.kill, (os.getpid(), sig)).start()
+
+
+def slow_extraction(rel: str) -> None:
+    name = os.environ.get("SKEL_FAULT_SLOW_FILE")
+    if name and rel.rsplit("/", 1)[-1] == name:
+        time.sleep(3600)

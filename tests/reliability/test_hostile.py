@@ -204,14 +204,16 @@ def test_mine_survives_a_hostile_tree(tmp_path, kb, hash_embedder, jobs):
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_mine_stops_a_slow_file_at_its_time_limit(tmp_path, kb, hash_embedder, monkeypatch, jobs):
-    """3,000 nested `if`s in a .cu took a minute (hours at 50,000): the mine skips the file
-    at the per-file limit, in a worker (killed) or in-process (a timer), and goes on."""
+    """A file whose extraction hangs (the fault hook SKEL_FAULT_SLOW_FILE: the slow files the
+    fuzzing found, such as 50,000 nested `if`s, were made fast) is skipped at the per-file
+    limit, in a worker (killed) or in-process (a timer), and the mine goes on."""
     import skel.miner.mine as m
 
-    monkeypatch.setattr(m, "PARSE_SECONDS", 10.0)  # well under the minute it takes
+    monkeypatch.setattr(m, "PARSE_SECONDS", 10.0)
+    monkeypatch.setenv("SKEL_FAULT_SLOW_FILE", "slow.cu")
     root = tmp_path / "tree"
     root.mkdir()
-    (root / "slow.cu").write_text(hc.CU_HEAD + hc._CU_DEEP["if"](3000) + "\n}\n")
+    (root / "slow.cu").write_text(hc.CU_HEAD + "  x[0] = 1;\n}\n")
     for i in range(5 if jobs > 1 else 1):
         (root / f"k{i}.py").write_text(hc.PY_HEAD + f"def k{i}(x_ptr):\n    tl.store(x_ptr, 1)\n")
     report = mine(DirectorySource(root, name="slow"), kb, jobs=jobs, embedder=hash_embedder)
@@ -296,13 +298,13 @@ def test_suggest_over_a_generated_sample_never_tracebacks(tmp_path):
 def test_suggest_survives_extreme_cuda_nesting(tmp_path, shape):
     """tree-sitter parses without recursion: 50,000 levels must end in an answer (0 or 1)
     or one line, never a crash or a hang. 50,000 nested `if`s took hours (the CUDA
-    extractor walks each `if`'s body again): now the analysis time limit ends it."""
+    extractor walked each `if`'s body again): now one walk answers them."""
     p = tmp_path / f"deep_{shape}.cu"
     p.write_text(hc.CU_HEAD + hc._CU_DEEP[shape](50_000) + "\n}\n")
     r = _cli("suggest", str(p), timeout=120, SKEL_ANALYSIS_SECONDS="10")
     assert r.returncode in (0, 1) or _one_line_error(r), (r.returncode, r.stderr[-500:])
     if shape == "if":
-        assert "analysis took over 10s" in _one_line_error(r)
+        assert r.returncode in (0, 1), r.stderr[-300:]
 
 
 def test_time_limit_interrupts_a_slow_analysis():
