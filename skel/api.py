@@ -316,6 +316,8 @@ def remove_source(name: str, *, store: str | None = None) -> tuple[SourceRecord,
         known = ", ".join(s.name for s in kb.sources()) if kb is not None else ""
         raise NotFoundError(f"no source named {name!r} in the store" + (f" (known: {known})" if known else
                                                                           " (it holds no source)"))
+    if kb.read_only:  # says so, before a lock file would be written into it
+        return record, kb.remove_source(name)
     with _writing(kb.location):  # never beside a running mine
         return record, kb.remove_source(name)
 
