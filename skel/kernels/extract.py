@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 
+from skel.kernels.cuda import KERNEL_HINT as CUDA_HINT  # light: tree-sitter is imported on first parse
 from skel.kernels.model import KernelFacts
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hpp", ".hh", ".h")
 SUFFIXES = (".py", *CUDA_SUFFIXES)
 #: what a file of each language must contain to hold a unit (checked before parsing)
 _HINTS = {"triton": re.compile(r"\bjit\b"),
-          "cuda": re.compile(r"__global__|\b[A-Z][A-Z0-9_]*_GLOBAL\b|\.def\s*\(|\bdef_static\s*\(")}
+          "cuda": CUDA_HINT}
 #: what `skel suggest` says a file of each language lacks when it finds nothing
 WANTED = {"triton": "@triton.jit kernel",
           "cuda": "__global__ kernel or Python-bound function (pybind11/nanobind .def)"}

@@ -84,8 +84,8 @@ def time_limit(seconds: float) -> Iterator[None]:
     """Raise ``TooSlow`` in this block after ``seconds`` of wall time. An analysis can be
     quadratic in a nesting no real kernel has (50,000 nested `if`s in a .cu file ran for
     hours): one file must not hang `skel suggest`. Works in the main thread (a signal
-    timer); elsewhere, or with ``seconds`` <= 0, it does nothing. The miner does not need
-    it: its workers are killed at their deadline."""
+    timer); elsewhere, or with ``seconds`` <= 0, it does nothing. The miner uses it when it
+    parses in its own process (one job); its parser workers are killed at their deadline."""
     if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
