@@ -3,7 +3,7 @@
 ``.py`` files are Triton (``skel.kernels.triton``, libcst); ``.cu``, ``.cuh`` and the C++
 suffixes are CUDA C++ (``skel.kernels.cuda``, tree-sitter). Both fill the same
 :class:`~skel.kernels.model.KernelFacts`, so nothing downstream has a second path; each
-extractor is imported only when a file of its language comes along.
+parser (libcst, tree-sitter) is imported only when a file of its language comes along.
 """
 
 from __future__ import annotations
