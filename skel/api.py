@@ -263,6 +263,126 @@ def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verific
     return sorted(_runs(open_store(store, create=False)).get(s.id, []), key=lambda r: r.date, reverse=True)
 
 
+@dataclass
+class KernelUse:
+    """One mined kernel using a skeleton, with a link to its code when there is one."""
+
+    source: str
+    version: str
+    file: str
+    line: int
+    function: str
+    url: str | None  # the line at the mined commit on its forge; a local file:// when the file is here; else None
+
+
+@dataclass
+class SourceSummary:
+    """One mined source: its record, its kernels and the techniques they use."""
+
+    record: SourceRecord
+    kernels: int
+    files: int
+    techniques: dict[str, int]  # skeleton id -> kernels using it
+
+
+@dataclass
+class CatalogSnapshot:
+    """Everything a catalog reader shows, read in one pass: every skeleton with its
+    evidence and verification runs, the mined sources, and history (when mined)."""
+
+    target: Target
+    store: str | None  # None: the catalog and its shipped evidence only
+    skeletons: list[tuple[Skeleton, SkeletonEvidence, list[Verification]]]
+    uses: dict[str, list[KernelUse]]  # skeleton id -> up to ``per_skeleton`` kernels using it
+    sources: list[SourceSummary]
+    events: list[HistoryEvent]  # latest first
+    drafts: list[Draft]
+    commit_urls: dict[str, str]  # "repo@commit" -> web page of the commit, where its forge is known
+
+
+def catalog_snapshot(*, store: str | None = None, target: Target | None = None, per_skeleton: int = 12,
+                     use_store: bool = True) -> CatalogSnapshot:
+    """The whole catalog and what a store knows about it, for a reader that shows it all
+    (``skel site``): one store open and one read of every kernel's metadata, not a query
+    per skeleton. ``use_store=False``: the catalog and its shipped evidence only, whatever
+    store exists (the README's table must not depend on the machine that made it)."""
+    from collections import Counter, defaultdict
+
+    from skel.miner.sources import commit_url, file_url
+    from skel.skeletons.registry import all_skeletons
+    from skel.skeletons.status import status_of
+    from skel.store.knowledge import TechniqueStats
+
+    target = target or parse_target(None, None, None)
+    kb = open_store(store, create=False) if use_store else None
+    runs = _runs(kb)
+    records = kb.kernels() if kb is not None else []
+    sources = kb.sources() if kb is not None else []
+    by_name = {s.name: s for s in sources}
+    stats = kb.stats() if kb is not None else None
+    history = _history_of(kb)
+
+    def link(r) -> str | None:
+        src = by_name.get(r.source)
+        if src is None:
+            return None
+        web = file_url(src.origin, r.version, r.file, r.line_start)
+        if web:
+            return web
+        for base in (Path(src.root), Path(src.root).parent):  # a folder's files, or a package's (rel starts with it)
+            local = base / r.file
+            if local.is_file():
+                return local.resolve().as_uri() + f"#L{r.line_start}"
+        return None
+
+    using: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # technique -> source -> records
+    per_source: dict[str, Counter] = defaultdict(Counter)
+    files: dict[str, set[str]] = defaultdict(set)
+    counts: Counter = Counter()
+    for r in sorted(records, key=lambda r: (r.source, r.file, r.line_start)):
+        counts[r.source] += 1
+        files[r.source].add(r.file)
+        for t in r.techniques:
+            per_source[r.source][t] += 1
+            using[t][r.source].append(r)
+    uses: dict[str, list[KernelUse]] = {}
+    for t, by_source in using.items():  # taken in turn from each source, so every repository shows
+        picked: list = []
+        lists = list(by_source.values())
+        while len(picked) < per_skeleton and any(lists):
+            for lst in lists:
+                if lst and len(picked) < per_skeleton:
+                    picked.append(lst.pop(0))
+        uses[t] = [KernelUse(r.source, r.version, r.file, r.line_start, r.function, link(r)) for r in picked]
+    out = []
+    for s in all_skeletons():
+        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
+        technique = stats.of(s.id) if stats is not None else TechniqueStats()
+        ev = SkeletonEvidence(kernels=technique.kernels if kb is not None else None, sources=technique.sources,
+                              examples=[f"{u.source}@{u.version}:{u.file}:{u.line}:{u.function}"
+                                        for u in uses.get(s.id, [])[:5]],
+                              status=report, history=history.get(s.id))
+        out.append((s, ev, sorted(runs.get(s.id, []), key=lambda r: r.date, reverse=True)))
+    summaries = [SourceSummary(record=s, kernels=counts[s.name], files=len(files[s.name]),
+                               techniques=dict(per_source[s.name].most_common())) for s in sources]
+    local = kb is not None and not kb.location.startswith(("http://", "https://"))  # a server keeps no history
+    events = history_events(store=kb.location) if local and kb is not None else []
+    found = drafts(store=kb.location) if local and kb is not None else []
+    commit_urls: dict[str, str] = {}
+    if kb is not None and (events or found):
+        from skel.store.history import HistoryStore
+
+        # one remote lookup per repository (two git calls), not per commit
+        pattern = {name: commit_url(st.root, "{commit}") for name, st in HistoryStore(kb.location).states().items()}
+        for c in [*events, *found]:
+            url = pattern.get(c.repo)
+            if url:
+                commit_urls[f"{c.repo}@{c.commit}"] = url.replace("{commit}", c.commit)
+    return CatalogSnapshot(target=target, store=kb.location if kb is not None else None, skeletons=out,
+                           uses=uses, sources=summaries, events=events, drafts=found,
+                           commit_urls=commit_urls)
+
+
 # --- mine --------------------------------------------------------------------------------
 
 def mine(path: str | None = None, *, package: str | None = None, rev: str | None = None,

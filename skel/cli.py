@@ -9,6 +9,7 @@ that need it, so `skel --help` stays instant (a test proves it).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -470,8 +471,11 @@ def _tolerance(_ctx, _param, value):
 @click.option("--record/--no-record", default=False, show_default=True,
               help="Write the Verification record to the knowledge base.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@click.option("--report", "report_dir", metavar="DIR", type=click.Path(path_type=str),
+              help="Also write the run as a page to read or share: DIR/index.html with its plots and result.json "
+              "(DIR new, empty, or an earlier report).")
 def verify(original, candidate, example, kernel, skeleton, harness, tests, device, shapes, dtype, seed, tolerance,
-           fmt, as_json, verbose, record, store):
+           fmt, as_json, verbose, record, store, report_dir):
     """Verify that CANDIDATE computes what ORIGINAL does, and whether it is faster.
 
     \b
@@ -506,6 +510,11 @@ def verify(original, candidate, example, kernel, skeleton, harness, tests, devic
     """
     from skel.verifier import report
 
+    if report_dir:  # a folder it cannot write is said before a run that may take minutes
+        from skel.site import prepare, require
+
+        require()
+        prepare(report_dir)
     result = api.verify(original, candidate, example=example, kernel=kernel, skeleton=skeleton, harness=harness,
                         tests=list(tests), device=device, shapes=shapes, dtype=dtype, seed=seed, tolerance=tolerance,
                         record=record, store=store)
@@ -516,7 +525,68 @@ def verify(original, candidate, example, kernel, skeleton, harness, tests, devic
         click.echo(report.markdown(result), nl=False)
     else:
         click.echo(report.text(result, verbose=verbose), nl=False)
+    if report_dir:
+        from skel.site.report import write_report
+
+        click.echo(f"report: {write_report(result, report_dir)}", err=True)
     sys.exit(result.exit_code)
+
+
+# --- site --------------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("out", type=click.Path(path_type=str))
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+@target_options
+@click.option("--catalog-only", is_flag=True, help="Ignore any store: the catalog and its shipped evidence only "
+              "(how the README's table is made).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def site(out, store, backend, arch, triton_version, catalog_only, as_json, no_progress):
+    """Write the catalog and the store as a static site in OUT, to browse offline.
+
+    \b
+    OUT/index.html     every skeleton: category, status, languages, backends,
+                       mined kernels and repositories; filter and search in the page
+    OUT/skeletons/ID   its doc, conditions in words, the template as a diff, where it
+                       is used (linked to the file at the mined commit when the source
+                       is a checkout on GitHub/GitLab), history, verification runs and
+                       plots (speedup per shape against the noise floor, error by
+                       sequence length, runs by Triton version)
+    OUT/sources/NAME   one page per mined source: version, kernels, techniques found
+    OUT/history.html   technique changes and draft candidates (skel mine --history)
+    OUT/catalog.md     the catalog table (the README's table is this file)
+
+    OUT must be new, empty, or a site skel wrote (it is rebuilt beside it and swapped
+    in, so an interrupted build leaves the old site whole). Needs the site extra:
+    pip install 'skel[site]'.
+
+    \b
+      skel site ./site && xdg-open site/index.html
+      skel site ./site --arch sm90 --backend cuda --triton 3.6.0
+    """
+    from skel.site import build, require
+
+    require()
+    if catalog_only and store:
+        raise click.UsageError("--catalog-only reads no store: drop --store")
+    snap = api.catalog_snapshot(store=store, target=api.parse_target(backend, arch, triton_version),
+                                use_store=not catalog_only)
+    show = not (no_progress or as_json) and sys.stderr.isatty()
+    bar = click.progressbar(length=len(snap.skeletons), label="writing pages", file=sys.stderr, show_pos=True) \
+        if show else None
+    if bar is not None:
+        bar.__enter__()
+    try:
+        done = build(snap, out, progress=(lambda d, t, label: bar.update(d - bar.pos)) if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        click.echo(__import__("json").dumps(done.to_dict(), indent=2))
+        return
+    click.echo(f"wrote {done.pages} pages and {done.plots} plots ({done.skeletons} skeletons, {done.sources} sources) "
+               f"to {done.out} in {done.seconds:.1f}s: open {Path(done.out) / 'index.html'}")
 
 
 # --- skeletons ---------------------------------------------------------------------------

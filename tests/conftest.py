@@ -54,3 +54,24 @@ def run_skel(*args: str, env: dict | None = None, cwd: Path | None = None):
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "skel.cli", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd or ROOT, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def small_site(tmp_path_factory):
+    """A site built once per run from a small store (tests/site_store.py): its folder, the
+    store and the repository it was mined from. Skips, saying why, without the site extra."""
+    pytest.importorskip("jinja2", reason="the site extra (jinja2, matplotlib) is not installed")
+    pytest.importorskip("matplotlib", reason="the site extra (jinja2, matplotlib) is not installed")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import site_store
+
+    from skel import api
+    from skel.site import build
+
+    base = tmp_path_factory.mktemp("site")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SKEL_HOME", str(base / "home"))
+        mp.setenv("SKEL_EMBEDDER", "hash")
+        store, repo = site_store.build_store(base)
+        report = build(api.catalog_snapshot(store=str(store)), base / "out")
+    return base / "out", store, repo, report

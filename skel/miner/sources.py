@@ -184,6 +184,44 @@ def remote_identity(url: str) -> str:
     return f"{host.lower()}{rest.rstrip('/').removesuffix('.git')}"
 
 
+_FORGES = {"github.com": "{base}/blob/{rev}/{path}#L{line}", "gitlab.com": "{base}/-/blob/{rev}/{path}#L{line}",
+           "bitbucket.org": "{base}/src/{rev}/{path}#lines-{line}"}
+_COMMITS = {"github.com": "{base}/commit/{rev}", "gitlab.com": "{base}/-/commit/{rev}",
+            "bitbucket.org": "{base}/commits/{rev}"}
+
+
+def _forge(identity: str) -> tuple[str, str, str] | None:
+    """(host, https://host/owner/repo, path inside the repository) of an identity as
+    ``remote_identity`` spells it, when its host is a forge with known URL shapes."""
+    parts = identity.split("/")
+    if len(parts) < 3 or parts[0] not in _FORGES:
+        return None
+    return parts[0], "https://" + "/".join(parts[:3]), "/".join(parts[3:])
+
+
+def file_url(origin: str, version: str, file: str, line: int) -> str | None:
+    """A web link to line ``line`` of ``file`` (a path as the miner records it, relative to
+    the mined folder) at the mined commit, for a source whose origin is a checkout on a
+    known forge and whose version is that commit; None otherwise (a package, a local
+    folder, an uncommitted tree: there is no page to point at)."""
+    forge = _forge(origin)
+    if forge is None or not re.fullmatch(r"[0-9a-f]{40}", version):
+        return None
+    host, base, inside = forge
+    path = f"{inside}/{file}".strip("/") if inside else file
+    return _FORGES[host].format(base=base, rev=version, path=path, line=line)
+
+
+def commit_url(repo_root: str, commit: str) -> str | None:
+    """A web link to ``commit`` of the repository checked out at ``repo_root`` (its origin
+    remote on a known forge), or None."""
+    identity = repo_identity(Path(repo_root)) if Path(repo_root).is_dir() else None
+    forge = _forge(identity) if identity else None
+    if forge is None:
+        return None
+    return _COMMITS[forge[0]].format(base=forge[1], rev=commit)
+
+
 def repo_identity(cwd: Path) -> str | None:
     """The identity of the repository holding ``cwd``: its ``origin`` remote (else its
     first remote), as ``remote_identity``; None without a remote or outside git."""
