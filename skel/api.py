@@ -191,8 +191,10 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
         from skel.retriever.profile import read_profile
 
         prof = read_profile(profile)  # read before the store opens: a bad file fails fast
-    kb = open_store(store, create=False)
+    kb = _ranking_store(store)
     results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof)
+    if kb is not None and not isinstance(kb, _snapshot_kb()):
+        _write_snapshot(kb)  # the next process answers without opening chroma
     introduced = _history_of(kb)
     for r in results:
         if kb is not None and kb.note:
@@ -405,7 +407,9 @@ def mine(path: str | None = None, *, package: str | None = None, rev: str | None
         return unchanged
     kb = open_store(store, create=True)  # validates the location first
     with _writing(kb.location):
-        return _run_miner(src, kb, jobs=jobs, progress=progress, replace=replace, exclude=exclude)
+        report = _run_miner(src, kb, jobs=jobs, progress=progress, replace=replace, exclude=exclude)
+        _write_snapshot(kb)  # the first suggest after a mine needs no chromadb either
+        return report
 
 
 def _writing(location: str, *, wait: float = 0.0) -> AbstractContextManager:
@@ -476,6 +480,36 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
 
 
 # --- history -----------------------------------------------------------------------------
+
+def _snapshot_kb() -> type:
+    from skel.store.snapshot import SnapshotKB
+
+    return SnapshotKB
+
+
+def _ranking_store(store: str | None) -> Any:
+    """What a ranking reads: the store's read snapshot while it is the store (no chromadb
+    import: skel/store/snapshot.py), else the store itself, opened as ``open_store`` does."""
+    from skel.store.knowledge import default_location, server_address
+    from skel.store.snapshot import open_fresh
+
+    location = store or default_location()
+    if server_address(location) is None and Path(location).is_dir():
+        snap = open_fresh(location)
+        if snap is not None:
+            return snap
+    return open_store(store, create=False)
+
+
+def _write_snapshot(kb: KnowledgeBase) -> None:
+    """Best effort: a store that cannot take one (read-only, full) is read as before."""
+    from skel.store.snapshot import write
+
+    try:
+        write(kb)
+    except (OSError, StoreError):
+        pass
+
 
 def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
     """The history files of a store (skel/store/history.py). Reading never creates: a

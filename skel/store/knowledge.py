@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from skel.errors import StoreError
-from skel.store import faults
+from skel.store import faults, snapshot
 from skel.store.evidence import Verification, merge_evidence, shipped_verifications
 
 SCHEMA_VERSION = 1
@@ -45,6 +45,8 @@ EXAMPLES_PER_TECHNIQUE = 8
 # a lost Chroma server: retried after these pauses (seconds), then reported
 SERVER_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0)
 EXAMPLE_CHARS = 4000
+# neighbours read beyond those asked for, to cut ties by id (see ``similar_many``)
+TIE_MARGIN = 8
 
 
 def default_location() -> str:
@@ -281,8 +283,17 @@ class KnowledgeBase:
         consistent at whatever write fails), and the test-only fault hook."""
         faults.before_write()
         self._forget()  # kept reads are stale once this handle writes
+        # read snapshots (skel/store/snapshot.py) stop being the store before the write
+        # starts, and a new generation says "changed" once it is done; a crash in between
+        # leaves them unused. A server's writes are not seen here; a read-only store's copy
+        # is thrown away.
+        local = _stampable(self.location) and not self.read_only
         try:
+            if local:
+                snapshot.mark_dirty(self.location)
             op(**kwargs)
+            if local:
+                snapshot.mark_clean(self.location)
         except StoreError:
             raise
         except Exception as exc:
@@ -398,12 +409,16 @@ class KnowledgeBase:
         if todo and total == 0:
             out.update({i: [] for i in todo})
         elif todo:
+            # a few more than asked, so that equally distant kernels (copies of one kernel)
+            # are cut by id, not by the index's internal order: the read snapshot
+            # (skel/store/snapshot.py) ranks the same way and answers the same
             res = self._col("kernels").query(query_embeddings=[embeddings[i] for i in todo],
-                                             n_results=min(n, total), where=where,
+                                             n_results=min(n + TIE_MARGIN, total), where=where,
                                              include=["metadatas", "documents", "distances"])
             for j, i in enumerate(todo):
                 recs = [KernelRecord.from_chroma(a, m, d, dist) for a, m, d, dist in
                         zip(res["ids"][j], res["metadatas"][j], res["documents"][j], res["distances"][j])]
+                recs = sorted(recs, key=lambda r: (r.distance, r.id))[:n]
                 self._kept.cache[key(embeddings[i])] = out[i] = recs
         return [out[i] for i in range(len(embeddings))]
 
