@@ -724,6 +724,15 @@ def _connect(location: str, make):
             time.sleep(delay)
 
 
+def check_intact(location: str) -> None:
+    """Refuse a damaged local store (StoreError) without opening chroma: for a caller that
+    answers without the store but must not answer for a damaged one (an unchanged re-mine
+    from its stamps). Nothing for a server, nor for a folder not made yet."""
+    path = Path(location)
+    if not location.startswith(("http://", "https://")) and path.is_dir():
+        _check_intact(path)
+
+
 def _check_intact(path: Path) -> None:
     """Refuse a damaged local store before chroma opens it: chroma panics and aborts the
     process on some garbled databases (exit 134, no message), and treats a missing or

@@ -223,6 +223,25 @@ def test_cli_reports_a_damaged_store_in_one_line(clean, tmp_path):
     assert line.startswith(f"skel: error: the store at {store} is damaged")
 
 
+def test_an_unchanged_remine_of_a_damaged_store_is_refused_not_reported_unchanged(clean, tmp_path):
+    """Before, the re-mine was answered from the file stamps alone: exit 0, "unchanged", on a
+    store whose database was garbled or gone."""
+    from skel.store.knowledge import mined_manifest
+
+    tree, home, _snap = clean
+    for name, damage in sorted(DAMAGE.items()):
+        store = tmp_path / name.replace(" ", "")
+        shutil.copytree(Path(tree).parent / "clean", store)
+        assert mined_manifest(str(store), "tree").exists()  # the short cut is there to take
+        damage(store / "chroma.sqlite3")
+        before = _digest(store)
+        r = sc.run_mine(tree, str(store), home)
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        (line,) = r.stderr.strip().splitlines()
+        assert line.startswith(f"skel: error: the store at {store} is damaged"), name
+        assert _digest(store) == before, name
+
+
 def test_another_schema_version_is_refused(tmp_path):
     from skel.store.knowledge import SCHEMA_VERSION, KnowledgeBase
 
