@@ -769,6 +769,7 @@ def _check_intact(path: Path) -> None:
         pass
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con.text_factory = lambda b: b.decode("utf-8", "replace")  # a verdict may quote garbled bytes
         try:
             verdict = con.execute("PRAGMA quick_check(1)").fetchone()[0]
         finally:
@@ -777,6 +778,9 @@ def _check_intact(path: Path) -> None:
         return  # cannot check here (locked, read-only folder): chroma will say what it finds
     except sqlite3.DatabaseError as exc:
         raise StoreError(damaged + f"chroma.sqlite3: {exc}" + fix) from exc
+    except UnicodeDecodeError as exc:
+        # SQLite's error quoted a garbled schema, and Python could not decode the message
+        raise StoreError(damaged + "chroma.sqlite3: its schema is garbled (not even UTF-8)" + fix) from exc
     if verdict != "ok":
         raise StoreError(damaged + f"chroma.sqlite3: {' '.join(str(verdict).split())[:200]}" + fix)
     try:

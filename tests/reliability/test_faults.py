@@ -207,6 +207,26 @@ def test_a_damaged_store_is_refused_and_left_alone(clean, tmp_path, damage):
     assert _digest(store) == before
 
 
+def test_a_garbled_schema_is_damage_not_a_decoding_error(tmp_path):
+    """Before, SQLite's error quoted the garbled schema bytes, Python failed to decode it, and
+    the store was reported as 'cannot open store ...: UnicodeDecodeError' (found by
+    benchmarks/reliability.py faults); through the stamps' short cut it escaped unhandled."""
+    import sqlite3
+
+    from skel.store.knowledge import check_intact
+
+    db = tmp_path / "chroma.sqlite3"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE kernels(x TEXT)")
+    con.commit()
+    con.close()
+    data = db.read_bytes()
+    assert data.count(b"CREATE TABLE kernels") == 1
+    db.write_bytes(data.replace(b"CREATE TABLE kernels", b"CREATE \x81ABLE kernels"))  # same length
+    with pytest.raises(StoreError, match=r"is damaged: chroma.sqlite3: its schema is garbled"):
+        check_intact(str(tmp_path))
+
+
 def test_cli_reports_a_damaged_store_in_one_line(clean, tmp_path):
     """Before the check, a garbled database made chroma abort the process (exit 134, no message)."""
     tree, home, _snap = clean
