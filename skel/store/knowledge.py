@@ -421,6 +421,15 @@ class KnowledgeBase:
     def delete_kernels(self, where: dict) -> None:
         self._write(self._col("kernels").delete, where=where)
 
+    def delete_kernel_ids(self, ids: list[str]) -> None:
+        if ids:  # chroma's delete with no ids and no filter would be refused, not a no-op
+            self._write(self._col("kernels").delete, ids=ids)
+
+    def held_kernels(self, where: dict) -> dict[str, tuple[dict, str]]:
+        """id -> (metadata, document) of the kernels matching ``where``, as stored."""
+        res = self._col("kernels").get(where=where, include=["metadatas", "documents"])
+        return {i: (dict(m or {}), d or "") for i, m, d in zip(res["ids"], res["metadatas"], res["documents"])}
+
     # --- files (resumable mining) -------------------------------------------------------
     def file_hashes(self, source: str) -> dict[str, str]:
         res = self._col("files").get(where={"source": source}, include=["metadatas"])
