@@ -15,8 +15,9 @@ processes, with SKEL_EMBEDDER=hash:
 - two mines at once into one local store (one must be refused, naming the other);
 - a full disk (a 600 KiB tmpfs, then remounted with room; skipped when mounting is not
   permitted);
-- damaged stores (truncated, garbled, emptied, deleted, not SQLite): one line, exit 2,
-  not a byte changed;
+- damaged stores (truncated, garbled, emptied, deleted, not SQLite) under `skel suggest`,
+  an unchanged re-mine (answered from file stamps) and a mine with one file changed: one
+  line, exit 2, not a byte changed;
 - a Chroma server (`chroma run`) killed mid-mine and mid-suggest, restarted; two mines
   against one server at once.
 
@@ -168,9 +169,18 @@ def faults(args) -> None:
     else:
         rows.append(["full disk (tmpfs)", 0, 0, "mount not permitted: see tests/reliability (simulated)"])
 
-    # damaged stores
-    tried = ok = 0
-    fails = []
+    damaged_stores(base, tree, home, rnd, record)
+    rows += server_faults(base, tree, home, clean, files)
+    print(table(["fault", "tried", "survived", "failures"], rows))
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def damaged_stores(base: Path, tree: Path, home: Path, rnd: random.Random, record) -> None:
+    """Damaged stores under `skel suggest` (reads the store), the unchanged re-mine (answered
+    from the file stamps, which must check the store first) and a mine of the tree with one
+    file changed (the full path: opens the store to write)."""
+    from skel.store.knowledge import mined_manifest
+
     damages = {
         "truncated": lambda db: db.write_bytes(db.read_bytes()[: db.stat().st_size // 3]),
         "garbled": lambda db: _garble(db, rnd),
@@ -178,22 +188,41 @@ def faults(args) -> None:
         "deleted": lambda db: db.unlink(),
         "not sqlite": lambda db: db.write_bytes(b"\0" * 8192),
     }
-    for name, damage in damages.items():
-        store = base / f"d-{name.replace(' ', '')}"
-        shutil.copytree(base / "clean", store)
-        damage(store / "chroma.sqlite3")
-        before = _digest(store)
-        r = sc.run_mine(tree, str(store), home)
-        lines = r.stderr.strip().splitlines()
-        tried += 1
-        good = r.returncode == 2 and len(lines) == 1 and "is damaged" in lines[0] and _digest(store) == before
-        ok += good
-        fails += [] if good else [f"{name}: {r.returncode} {lines[-1:]}"]
-    record("damaged store refused in one line, unchanged", tried, ok, fails)
-
-    rows += server_faults(base, tree, home, clean, files)
-    print(table(["fault", "tried", "survived", "failures"], rows))
-    shutil.rmtree(base, ignore_errors=True)
+    edited = sorted(tree.rglob("*.py"))[0]
+    cases = [
+        ("suggest", lambda store: [sys.executable, "-m", "skel.cli", "suggest", str(KERNEL), "--store", store],
+         None),
+        ("unchanged re-mine (stamps)", lambda store: sc.mine_cmd(tree, store), None),
+        ("mine, one file changed", lambda store: sc.mine_cmd(tree, store), edited),
+    ]
+    for n, (case, cmd, edit) in enumerate(cases):
+        tried = ok = 0
+        fails = []
+        for name, damage in damages.items():
+            store = base / f"d{n}-{name.replace(' ', '')}"
+            shutil.copytree(base / "clean", store)
+            # the short cut must be there to take, or the re-mine row measures the full path
+            stamped = mined_manifest(str(store), tree.name).exists()
+            damage(store / "chroma.sqlite3")
+            before = _digest(store)
+            old, st = (edit.read_bytes(), edit.stat()) if edit else (b"", None)
+            try:
+                if edit:
+                    edit.write_bytes(old + b"\n# edited\n")
+                r = subprocess.run(cmd(str(store)), capture_output=True, text=True, env=sc.env(home), cwd=sc.ROOT,
+                                   timeout=300)
+            finally:
+                if edit and st:  # the tree as it was, stamps included: later rows mine it
+                    edit.write_bytes(old)
+                    os.utime(edit, ns=(st.st_atime_ns, st.st_mtime_ns))
+            lines = r.stderr.strip().splitlines()
+            tried += 1
+            good = (r.returncode == 2 and len(lines) == 1 and f"the store at {store} is damaged" in lines[0]
+                    and _digest(store) == before and stamped)
+            ok += good
+            fails += [] if good else [f"{name}: {r.returncode} {lines[-1:]}" + ("" if stamped else " (no stamps)")]
+            shutil.rmtree(store, ignore_errors=True)
+        record(f"damaged store, {case}: one line, exit 2, unchanged", tried, ok, fails)
 
 
 def _garble(db: Path, rnd: random.Random) -> None:

@@ -1,6 +1,7 @@
 """The `fuzz` section of benchmarks/reliability.py (run it from there):
 
     python benchmarks/reliability.py fuzz [--files 10000] [--seed N] [--jobs 2] [--seconds 60]
+                                          [--parts extract,mine,suggest]
 
 A seeded corpus of hostile sources (tests/reliability/hostile_corpus.py: mutated
 fixture kernels, random token soup, nesting up to 20,000 deep, literals up to 3 MB,
@@ -9,7 +10,10 @@ runs them (decode, guard, parse in isolated workers with a per-file time limit);
 the whole ``mine`` over a tree of those files plus a file system's hazards (FIFOs,
 symlink loops, links out of the root, dangling links, unreadable files, files that vanish
 or change mid-mine); then ``skel suggest`` through the real command line on a sample.
-Prints a table; crashes, hangs and escaped exceptions must all be zero.
+Prints a table; crashes, hangs and escaped exceptions must all be zero. A file stopped at
+the per-file time limit is contained (skipped with its reason) and counted apart; a hang
+is that limit failing. ``--parts extract`` runs the first part alone, which imports only
+skel's parsers (no chromadb, no embedding model): it can run on a machine without them.
 """
 
 from __future__ import annotations
@@ -33,30 +37,69 @@ def _table(headers: list[str], rows: list[list]) -> str:
     return table(headers, rows)
 
 
-def fuzz(files: int, seed: int, jobs: int, seconds: float, mine_files: int, suggest_files: int) -> int:
+PARTS = ("extract", "mine", "suggest")
+
+
+def fuzz(files: int, seed: int, jobs: int, seconds: float, mine_files: int, suggest_files: int,
+         parts: tuple[str, ...] = PARTS) -> int:
     import hostile_corpus as hc
 
-    print(f"fuzz: {files} files, seed {seed}, {jobs} workers, {seconds:g}s per file", flush=True)
+    print(f"fuzz: {files} files, seed {seed}, {jobs} workers, {seconds:g}s per file, parts {','.join(parts)}",
+          flush=True)
     corpus = hc.corpus(files, seed, max_deep=20_000, max_literal=3_000_000)
+    bad = 0
+    if "extract" in parts:
+        bad += _extract(hc, corpus, jobs, seconds)
+    if "mine" in parts:
+        bad += _mine(hc, corpus[:mine_files], seed, jobs)
+    if "suggest" in parts:
+        bad += _suggest(corpus, seed, suggest_files)
+    print(f"\nresult: {'PASS' if bad == 0 else 'FAIL'} ({bad} crashes, hangs or escaped exceptions)")
+    return 0 if bad == 0 else 1
+
+
+def _extract(hc, corpus, jobs: int, seconds: float) -> int:
+    """The extractors over the corpus, as the miner runs them; returns the failures. Needs
+    only skel's parsers (libcst, tree-sitter): no store, no embedding model."""
+    import faulthandler
+    import importlib
+
+    # a missing grammar would turn every .cu file into a 'syntax error' skip: a pass that
+    # measured nothing (skel/kernels/cuda.py reports it per file, as a parse error)
+    for module in ("libcst", "tree_sitter", "tree_sitter_cuda", "tree_sitter_cpp"):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise SystemExit(f"fuzz: the extractors need {module} ({exc}); install skel's parsers first") from None
     mb = sum(len(d) for _, _, d in corpus) / 1e6
-    out = hc.run_extract(corpus, jobs=jobs, seconds=seconds)
+    limit = seconds + hc.HANG_GRACE + 240  # a hang that never ends: tracebacks, then exit
+
+    def rearm() -> None:
+        faulthandler.dump_traceback_later(limit, exit=True)
+
+    rearm()
+    try:
+        out = hc.run_extract(corpus, jobs=jobs, seconds=seconds, tick=rearm)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     print(f"\n## extractors ({mb:.1f} MB generated)")
-    print(_table(["files", "with kernels", "kernels", "crashes", "hangs", "escaped exceptions", "seconds"],
+    print(_table(["files", "with kernels", "kernels", "crashes", "hangs", "escaped exceptions",
+                  "stopped at the time limit", "longest wait for a result (s)", "seconds"],
                  [[out["files"], out["with_kernels"], out["kernels"], len(out["crashes"]), len(out["hangs"]),
-                   len(out["errors"]), f"{out['seconds']:.1f}"]]))
+                   len(out["errors"]), len(out["timed_out"]), f"{out['longest_silence']:.1f}",
+                   f"{out['seconds']:.1f}"]]))
+    print(f"\n'stopped at the time limit': contained, not failures: the file's worker was killed at "
+          f"{seconds:g}s, the file skipped with the reason, the run went on. A hang is the limit failing "
+          f"(no result for over {seconds + hc.HANG_GRACE:g}s).")
     print("\nby kind:")
     print(_table(["kind", "files"], [[k, n] for k, n in sorted(out["by_kind"].items())]))
     print("\nskipped, by reason:")
     print(_table(["reason", "files"], [[r, n] for r, n in out["skipped"].most_common()]))
-    for what in ("crashes", "hangs", "errors"):
+    for what, label in (("crashes", "crash"), ("hangs", "hang"), ("errors", "error"),
+                        ("timed_out", "stopped at the time limit")):
         for i, reason in out[what][:20]:
-            print(f"{what[:-1]}: #{i} {corpus[i][1]}: {reason}")
-    bad = len(out["crashes"]) + len(out["hangs"]) + len(out["errors"])
-
-    bad += _mine(hc, corpus[:mine_files], seed, jobs)
-    bad += _suggest(corpus, seed, suggest_files)
-    print(f"\nresult: {'PASS' if bad == 0 else 'FAIL'} ({bad} crashes, hangs or escaped exceptions)")
-    return 0 if bad == 0 else 1
+            print(f"{label}: #{i} {corpus[i][1]}: {reason}")
+    return len(out["crashes"]) + len(out["hangs"]) + len(out["errors"])
 
 
 def _mine(hc, files, seed: int, jobs: int) -> int:
@@ -160,6 +203,16 @@ def _suggest(corpus, seed: int, n: int) -> int:
     return len(bad)
 
 
+def _parts(text: str) -> tuple[str, ...]:
+    import argparse
+
+    got = tuple(p.strip() for p in text.split(",") if p.strip())
+    wrong = [p for p in got if p not in PARTS]
+    if wrong or not got:
+        raise argparse.ArgumentTypeError(f"{','.join(wrong) or 'nothing'}: choose from {','.join(PARTS)}")
+    return got
+
+
 def add_parser(sub) -> None:
     """The `fuzz` section's options, on benchmarks/reliability.py's subcommands."""
     f = sub.add_parser("fuzz", help="hostile sources through the extractors, mine and suggest")
@@ -169,7 +222,10 @@ def add_parser(sub) -> None:
     f.add_argument("--seconds", type=float, default=60.0, help="per-file parse time limit")
     f.add_argument("--mine-files", type=int, default=1000, help="corpus files in the whole-mine tree")
     f.add_argument("--suggest-files", type=int, default=40, help="files run through `skel suggest`")
+    f.add_argument("--parts", type=_parts, default=PARTS,
+                   help="comma-separated, of extract,mine,suggest (default: all). extract needs only skel's "
+                        "parsers (libcst, tree-sitter, click): no chromadb, no embedding model")
 
 
 def run(a) -> int:
-    return fuzz(a.files, a.seed, a.jobs, a.seconds, a.mine_files, a.suggest_files)
+    return fuzz(a.files, a.seed, a.jobs, a.seconds, a.mine_files, a.suggest_files, a.parts)

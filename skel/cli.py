@@ -61,6 +61,11 @@ class _Skel(click.Group):
             _usage_line(exc)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise  # click's own exits and aborts keep click's handling
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1, which means "no skeleton applies" here;
+            # `skel mine` says more itself (the store is consistent, run it again)
+            click.echo("\nskel: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except SkelError as exc:
             if ctx.params.get("debug"):
                 _print_traceback()

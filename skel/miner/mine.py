@@ -474,11 +474,20 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
             vectors = embedder.embed([r.text for r in records])
             for r, v in zip(records, vectors):
                 r.embedding = v
-        # also files never marked: an interrupted run may have added their kernels already
+        # also files never marked: an interrupted run may have added their kernels already.
+        # Those it wrote exactly as this run would are kept, not deleted and added again: a
+        # record deleted and re-added under its id can become unreachable by query() in
+        # chroma 1.5.9's vector index (chroma-core/chroma#7758), and a resume need not churn.
         batch_files = [f.rel for f, _ in batch]
-        if batch_files:
-            kb.delete_kernels({"$and": [{"source": name}, {"file": {"$in": batch_files}}]})
-        kb.add_many(records)
+        where = {"$and": [{"source": name}, {"file": {"$in": batch_files}}]}
+        held = kb.held_kernels(where) if batch_files else {}
+        new = {r.id: r for r in records}
+        keep = {i for i, (md, doc) in held.items() if i in new and md == new[i].metadata() and doc == new[i].text}
+        if keep:
+            kb.delete_kernel_ids(sorted(set(held) - keep))
+        elif batch_files:
+            kb.delete_kernels(where)
+        kb.add_many([r for r in records if r.id not in keep])
         kb.mark_files(name, {f.rel: stamp[f.rel] for f, _ in batch})  # the commit marker
         report.kernels_written += len(records)
         if progress:

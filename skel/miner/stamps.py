@@ -7,7 +7,8 @@ source's name, version and root, the catalog's fingerprint, the size and modific
 of every file and folder the walk visits (a folder's time changes when a file is added,
 removed or renamed in it) and the report an unchanged re-mine would print. The next mine
 of the same source compares stamps (``stat`` only, no reads) and, when all match, answers
-with that report without importing chromadb.
+with that report without importing chromadb, once the store's database passes the cheap
+check of a damaged store (``check_intact``: a damaged store is refused, never "unchanged").
 
 A file rewritten within the file clock's tick with the same size would keep its stamp, so
 (as git does with its index) nothing is recorded while a visited file or folder is younger
@@ -118,6 +119,11 @@ def unchanged_report(location: str, source: Source) -> MineReport | None:
         return None
     if saved["stamp"] != source_stamp(source):
         return None
+    from skel.store.knowledge import check_intact
+
+    # the stamps say the files are as mined, not that the store still holds them: a damaged
+    # store is refused here as the full path refuses it (cached: a stat and a 16-byte read)
+    check_intact(location)
     r = saved["report"]
     report = MineReport(source=r["source"], version=r["version"], root=r["root"], files=r["files"],
                         kernel_files=r["kernel_files"], unchanged=r["unchanged"], kernels=r["kernels"],

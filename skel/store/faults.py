@@ -13,6 +13,10 @@ it costs one dictionary lookup per write. ``SKEL_FAULT_SIGNAL=INT`` sends SIGINT
 the per-file time limits (in a parser worker, or the in-process timer) must end it. A
 naturally slow file is a moving target (each one found was made fast), so the tests of
 the limit use this.
+
+``SKEL_FAULT_SLOW_START=PATH`` makes the console script (skel/entry.py), before it imports
+the command line, create PATH and sleep for an hour: a test's Ctrl-C then lands while skel
+is still starting, at a known moment.
 """
 
 from __future__ import annotations
@@ -44,4 +48,11 @@ def before_write() -> None:
 def slow_extraction(rel: str) -> None:
     name = os.environ.get("SKEL_FAULT_SLOW_FILE")
     if name and rel.rsplit("/", 1)[-1] == name:
+        time.sleep(3600)
+
+
+def slow_start() -> None:
+    marker = os.environ.get("SKEL_FAULT_SLOW_START")
+    if marker:
+        open(marker, "w").close()
         time.sleep(3600)

@@ -436,6 +436,15 @@ class KnowledgeBase:
     def delete_kernels(self, where: dict) -> None:
         self._write(self._col("kernels").delete, where=where)
 
+    def delete_kernel_ids(self, ids: list[str]) -> None:
+        if ids:  # chroma's delete with no ids and no filter would be refused, not a no-op
+            self._write(self._col("kernels").delete, ids=ids)
+
+    def held_kernels(self, where: dict) -> dict[str, tuple[dict, str]]:
+        """id -> (metadata, document) of the kernels matching ``where``, as stored."""
+        res = self._col("kernels").get(where=where, include=["metadatas", "documents"])
+        return {i: (dict(m or {}), d or "") for i, m, d in zip(res["ids"], res["metadatas"], res["documents"])}
+
     # --- files (resumable mining) -------------------------------------------------------
     def file_hashes(self, source: str) -> dict[str, str]:
         res = self._col("files").get(where={"source": source}, include=["metadatas"])
@@ -739,6 +748,15 @@ def _connect(location: str, make):
             time.sleep(delay)
 
 
+def check_intact(location: str) -> None:
+    """Refuse a damaged local store (StoreError) without opening chroma: for a caller that
+    answers without the store but must not answer for a damaged one (an unchanged re-mine
+    from its stamps). Nothing for a server, nor for a folder not made yet."""
+    path = Path(location)
+    if not location.startswith(("http://", "https://")) and path.is_dir():
+        _check_intact(path)
+
+
 def _check_intact(path: Path) -> None:
     """Refuse a damaged local store before chroma opens it: chroma panics and aborts the
     process on some garbled databases (exit 134, no message), and treats a missing or
@@ -775,6 +793,7 @@ def _check_intact(path: Path) -> None:
         pass
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con.text_factory = lambda b: b.decode("utf-8", "replace")  # a verdict may quote garbled bytes
         try:
             verdict = con.execute("PRAGMA quick_check(1)").fetchone()[0]
         finally:
@@ -783,6 +802,9 @@ def _check_intact(path: Path) -> None:
         return  # cannot check here (locked, read-only folder): chroma will say what it finds
     except sqlite3.DatabaseError as exc:
         raise StoreError(damaged + f"chroma.sqlite3: {exc}" + fix) from exc
+    except UnicodeDecodeError as exc:
+        # SQLite's error quoted a garbled schema, and Python could not decode the message
+        raise StoreError(damaged + "chroma.sqlite3: its schema is garbled (not even UTF-8)" + fix) from exc
     if verdict != "ok":
         raise StoreError(damaged + f"chroma.sqlite3: {' '.join(str(verdict).split())[:200]}" + fix)
     try:

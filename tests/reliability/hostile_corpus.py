@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import Callable
 
 FIXTURES = Path(__file__).resolve().parents[2] / "skel" / "skeletons" / "fixtures"
 PY_HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
@@ -248,10 +249,20 @@ def reason_kind(reason: str) -> str:
     return head or reason
 
 
-def run_extract(files: list[tuple[str, str, bytes]], *, jobs: int = 2, seconds: float = 30.0) -> dict:
+HANG_GRACE = 60.0  # seconds past the per-file limit before a silence counts as a hang
+
+
+def run_extract(files: list[tuple[str, str, bytes]], *, jobs: int = 2, seconds: float = 30.0,
+                tick: Callable[[], None] | None = None) -> dict:
     """Decode each file as the miner does, then extract it in the miner's isolated workers
     (a crash or a time-out costs that file only and is counted). Returns the figures and,
-    for each crash, hang or error, the file's index."""
+    for each crash, hang, time-out or error, the file's index.
+
+    A file stopped at the per-file limit (``timed_out``) is contained: its worker is killed,
+    the file skipped with the reason, the run goes on. A hang is the limit failing: no file
+    finishing for ``seconds + HANG_GRACE`` while workers are busy (the file that ends such a
+    silence is named). A hang that never ends is the caller's to catch (``tick`` is called
+    at each result: benchmarks/reliability_fuzz.py re-arms a watchdog with it)."""
     import time
     from collections import Counter
 
@@ -260,8 +271,8 @@ def run_extract(files: list[tuple[str, str, bytes]], *, jobs: int = 2, seconds: 
 
     t0 = time.perf_counter()
     out: dict = {"files": len(files), "by_kind": Counter(k for k, _, _ in files), "kernels": 0,
-                 "with_kernels": 0, "skipped": Counter(), "crashes": [], "hangs": [], "errors": [],
-                 "slowest": (0.0, "")}
+                 "with_kernels": 0, "skipped": Counter(), "crashes": [], "hangs": [], "timed_out": [],
+                 "errors": [], "longest_silence": 0.0}
     jobs_in, index = [], []
     for i, (_, name, data) in enumerate(files):
         item = decode(name, data)
@@ -270,15 +281,24 @@ def run_extract(files: list[tuple[str, str, bytes]], *, jobs: int = 2, seconds: 
         else:
             jobs_in.append((name, item.text, []))
             index.append(i)
+    last = time.monotonic()
     for j, (_rel, value) in isolated(jobs_in, jobs, seconds):
         i = index[j]
+        now = time.monotonic()
+        silence, last = now - last, now
+        out["longest_silence"] = max(out["longest_silence"], silence)
+        if silence > seconds + HANG_GRACE:
+            out["hangs"].append((i, f"no file finished for {silence:.0f}s (limit {seconds:g}s)"))
+        if tick:
+            tick()
         if isinstance(value, list):
             out["kernels"] += len(value)
             out["with_kernels"] += bool(value)
         elif value.startswith(_CRASHED):
             out["crashes"].append((i, value))
         elif value.startswith(_TIMED_OUT):
-            out["hangs"].append((i, value))
+            out["timed_out"].append((i, value))
+            out["skipped"][reason_kind(value)] += 1
         elif value.startswith("extractor failed"):
             out["errors"].append((i, value))
         else:

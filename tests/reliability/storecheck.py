@@ -62,6 +62,11 @@ def make_tree(dest: Path, n: int = 24) -> Path:
         sub = dest / f"pkg{i % 3}"
         sub.mkdir(parents=True, exist_ok=True)
         shutil.copy(f, sub / f.name)
+    # older than the racy window of skel/miner/stamps.py, as an installed package's files are:
+    # a complete mine then always leaves its stamps, and an unchanged re-mine uses them
+    old = time.time() - 100
+    for p in [*dest.rglob("*"), dest]:
+        os.utime(p, (old, old))
     return dest
 
 

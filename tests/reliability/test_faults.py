@@ -64,6 +64,26 @@ def test_sigint_inside_a_mine_exits_130_and_resumes(clean, tmp_path):
     assert sc.problems(sc.snapshot(store, home), snap, sc.tree_files(tree)) == []
 
 
+def test_a_resume_keeps_the_kernels_the_interrupted_mine_wrote(clean, tmp_path, monkeypatch):
+    """Before, the resume deleted them and added them again under the same ids; chroma 1.5.9
+    can then leave one unreachable by query() (chroma-core/chroma#7758): the faults
+    benchmark saw 'index disagrees: indexed 171 of 172' after kills 20 ms into that write."""
+    from skel.store.knowledge import KnowledgeBase
+
+    tree, home, snap = clean
+    store = tmp_path / "store"
+    killed = sc.run_mine(tree, str(store), home, SKEL_FAULT_KILL_AT="6")  # kernels written, files not marked
+    assert killed.returncode == -signal.SIGKILL
+    monkeypatch.setenv("SKEL_HOME", str(home))
+    added, deleted = [], []
+    real_add, real_delete = KnowledgeBase.add_many, KnowledgeBase.delete_kernels
+    monkeypatch.setattr(KnowledgeBase, "add_many", lambda kb, rs: (added.extend(r.id for r in rs), real_add(kb, rs)))
+    monkeypatch.setattr(KnowledgeBase, "delete_kernels", lambda kb, w: (deleted.append(w), real_delete(kb, w)))
+    _mine_in_process(tree, store)
+    assert added == [] and deleted == []
+    assert sc.problems(sc.snapshot(str(store), home), snap, sc.tree_files(tree)) == []
+
+
 # --- one writer at a time ------------------------------------------------------------------
 
 def test_a_second_writer_is_refused_naming_the_first(clean, tmp_path):
@@ -207,6 +227,26 @@ def test_a_damaged_store_is_refused_and_left_alone(clean, tmp_path, damage):
     assert _digest(store) == before
 
 
+def test_a_garbled_schema_is_damage_not_a_decoding_error(tmp_path):
+    """Before, SQLite's error quoted the garbled schema bytes, Python failed to decode it, and
+    the store was reported as 'cannot open store ...: UnicodeDecodeError' (found by
+    benchmarks/reliability.py faults); through the stamps' short cut it escaped unhandled."""
+    import sqlite3
+
+    from skel.store.knowledge import check_intact
+
+    db = tmp_path / "chroma.sqlite3"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE kernels(x TEXT)")
+    con.commit()
+    con.close()
+    data = db.read_bytes()
+    assert data.count(b"CREATE TABLE kernels") == 1
+    db.write_bytes(data.replace(b"CREATE TABLE kernels", b"CREATE \x81ABLE kernels"))  # same length
+    with pytest.raises(StoreError, match=r"is damaged: chroma.sqlite3: its schema is garbled"):
+        check_intact(str(tmp_path))
+
+
 def test_cli_reports_a_damaged_store_in_one_line(clean, tmp_path):
     """Before the check, a garbled database made chroma abort the process (exit 134, no message)."""
     tree, home, _snap = clean
@@ -221,6 +261,25 @@ def test_cli_reports_a_damaged_store_in_one_line(clean, tmp_path):
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith(f"skel: error: the store at {store} is damaged")
+
+
+def test_an_unchanged_remine_of_a_damaged_store_is_refused_not_reported_unchanged(clean, tmp_path):
+    """Before, the re-mine was answered from the file stamps alone: exit 0, "unchanged", on a
+    store whose database was garbled or gone."""
+    from skel.store.knowledge import mined_manifest
+
+    tree, home, _snap = clean
+    for name, damage in sorted(DAMAGE.items()):
+        store = tmp_path / name.replace(" ", "")
+        shutil.copytree(Path(tree).parent / "clean", store)
+        assert mined_manifest(str(store), "tree").exists()  # the short cut is there to take
+        damage(store / "chroma.sqlite3")
+        before = _digest(store)
+        r = sc.run_mine(tree, str(store), home)
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        (line,) = r.stderr.strip().splitlines()
+        assert line.startswith(f"skel: error: the store at {store} is damaged"), name
+        assert _digest(store) == before, name
 
 
 def test_another_schema_version_is_refused(tmp_path):

@@ -54,7 +54,8 @@ def test_a_thousand_generated_files_extract_without_crash_or_hang():
     files = hc.corpus(CI_FILES, SEED, max_deep=3000, max_literal=30_000)
     out = hc.run_extract(files, jobs=2, seconds=30)
     where = f"(SKEL_FUZZ_SEED={SEED}; rebuild with hostile_corpus.corpus({CI_FILES}, {SEED})[i])"
-    for what in ("crashes", "hangs", "errors"):
+    # on this small corpus, a file stopped at the time limit is a slow path come back: a failure
+    for what in ("crashes", "hangs", "timed_out", "errors"):
         assert out[what] == [], f"{what} {where}: " + "; ".join(
             f"#{i} {files[i][1]}: {reason}" for i, reason in out[what][:5])
     assert out["files"] == CI_FILES
