@@ -205,6 +205,36 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     return results
 
 
+def _snapshot_kb() -> type:
+    from skel.store.snapshot import SnapshotKB
+
+    return SnapshotKB
+
+
+def _ranking_store(store: str | None) -> Any:
+    """What a ranking reads: the store's read snapshot while it is the store (no chromadb
+    import: skel/store/snapshot.py), else the store itself, opened as ``open_store`` does."""
+    from skel.store.knowledge import default_location, server_address
+    from skel.store.snapshot import open_fresh
+
+    location = store or default_location()
+    if server_address(location) is None and Path(location).is_dir():
+        snap = open_fresh(location)
+        if snap is not None:
+            return snap
+    return open_store(store, create=False)
+
+
+def _write_snapshot(kb: KnowledgeBase) -> None:
+    """Best effort: a store that cannot take one (read-only, full) is read as before."""
+    from skel.store.snapshot import write
+
+    try:
+        write(kb)
+    except (OSError, StoreError):
+        pass
+
+
 # --- the catalog -------------------------------------------------------------------------
 
 def _runs(kb: KnowledgeBase | None) -> dict[str, list]:
@@ -480,36 +510,6 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
 
 
 # --- history -----------------------------------------------------------------------------
-
-def _snapshot_kb() -> type:
-    from skel.store.snapshot import SnapshotKB
-
-    return SnapshotKB
-
-
-def _ranking_store(store: str | None) -> Any:
-    """What a ranking reads: the store's read snapshot while it is the store (no chromadb
-    import: skel/store/snapshot.py), else the store itself, opened as ``open_store`` does."""
-    from skel.store.knowledge import default_location, server_address
-    from skel.store.snapshot import open_fresh
-
-    location = store or default_location()
-    if server_address(location) is None and Path(location).is_dir():
-        snap = open_fresh(location)
-        if snap is not None:
-            return snap
-    return open_store(store, create=False)
-
-
-def _write_snapshot(kb: KnowledgeBase) -> None:
-    """Best effort: a store that cannot take one (read-only, full) is read as before."""
-    from skel.store.snapshot import write
-
-    try:
-        write(kb)
-    except (OSError, StoreError):
-        pass
-
 
 def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
     """The history files of a store (skel/store/history.py). Reading never creates: a
