@@ -84,12 +84,14 @@ def write(kb: Any) -> Path | None:
         return None
     import numpy as np
 
-    examples = kb.technique_examples()  # may write (a rebuild): before the token is read
+    kb.technique_examples()  # may write (a rebuild): before the token is read
     if not (_folder(location) / GENERATION).exists():
         mark_clean(location)  # a store mined before generations: what is read next is its state
     token, ident = generation(location), _db_identity(location)
     if token is None or ident is None:
         return None
+    # everything read between the two checks of the token
+    examples = kb.technique_examples()
     res = kb._col("kernels").get(include=["metadatas", "documents", "embeddings"])
     vectors = np.asarray(res["embeddings"] if len(res["ids"]) else np.zeros((0, 0)), dtype=np.float32)
     doc = {"format": FORMAT, "token": token, "db": list(ident), "embedder": kb.embedder_name(),
