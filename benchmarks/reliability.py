@@ -1,6 +1,6 @@
 """Reliability figures: what skel survives, measured. One script, one section per area.
 
-    python benchmarks/reliability.py fuzz [--files 10000] [--seed N]   # hostile sources (reliability_fuzz.py)
+    python benchmarks/reliability.py fuzz [--files 10000] [--seed N] [--jobs 2] [--parts extract,mine,suggest]
     python benchmarks/reliability.py faults [--seed 0] [--files 24]
     python benchmarks/reliability.py load [--clients 8] [--requests 200]
 
