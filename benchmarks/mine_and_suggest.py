@@ -99,10 +99,12 @@ def forget_kept(kb) -> None:
     """Drop what a long-lived process keeps between calls (vectors, facts, assessments,
     store reads): the next call does all of its work again."""
     from skel.retriever import suggest as sg
+    from skel.store import snapshot
 
     sg._VECTORS.clear()
     sg._EXTRACTED.clear()
     sg._ASSESSED.clear()
+    snapshot._LOADED.clear()  # the store's read snapshot, loaded again from disk
     kb._forget()
 
 

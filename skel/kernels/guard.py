@@ -62,15 +62,39 @@ def refusal(text: str, path: str, language: str) -> str | None:
     if longest_line(text) <= LONG_LINE:
         return None  # without brackets, only one very long (logical) line nests deep
     try:  # CPython's parser guards its stack: what it cannot hold, libcst must not try
-        compile(text, path, "exec", ast.PyCF_ONLY_AST)
+        tree = compile(text, path, "exec", ast.PyCF_ONLY_AST)
     except SyntaxError as exc:
         if "too many nested" in str(exc) or "too complex" in str(exc):
             return f"too deeply nested ({exc.msg})"
+        return None
     except (MemoryError, RecursionError):
         return "too deeply nested (beyond what Python's own parser holds)"
     except ValueError:
-        pass  # NUL bytes: the extractor reports its own error
+        return None  # NUL bytes: the extractor reports its own error
+    # CPython 3.12's parser holds chains (`a + a + ...`, `x.a.a...`) thousands deep that
+    # libcst's does not (a 9,000-term sum kills it; found by the fuzz run on Python 3.12)
+    depth = ast_depth(tree, MAX_AST_DEPTH)
+    if depth > MAX_AST_DEPTH:
+        return f"too deeply nested (an expression over {MAX_AST_DEPTH} levels deep)"
     return None
+
+
+#: deeper syntax trees are refused: libcst survives ~6,000 chained operators, no kernel nears 100
+MAX_AST_DEPTH = 1000
+
+
+def ast_depth(tree: ast.AST, stop: int) -> int:
+    """The depth of ``tree``, walked without recursion; stops counting past ``stop``."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop:
+                break
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 class TooSlow(BaseException):

@@ -115,6 +115,26 @@ def test_guard_refuses_what_crashes_libcst(shape):
     assert refusal(text, "k.py", "triton").startswith("too deeply nested")
 
 
+@pytest.mark.parametrize("shape,n", [("plus", 8747), ("attr", 7168), ("plus", 1500)])
+def test_guard_refuses_long_chains_whatever_the_python(shape, n):
+    """Found by the fuzz run on Python 3.12.3 (the GPU machine's): CPython compiled an
+    8,747-term sum and a 7,168-deep attribute chain that libcst's parser then died on
+    (SIGSEGV in the worker, contained). 3.11 refuses them in compile(); the syntax tree's
+    depth is now checked too, so the guard does not depend on the Python version."""
+    text = hc.PY_HEAD + "def k(x):\n    y = " + hc._PY_DEEP[shape](n) + "\n"
+    assert refusal(text, "k.py", "triton").startswith("too deeply nested")
+
+
+def test_ast_depth_is_counted_without_recursion():
+    import ast
+
+    from skel.kernels.guard import ast_depth
+
+    tree = ast.parse("y = " + " + ".join(["x"] * 900))
+    assert 900 < ast_depth(tree, 10_000) < 1000
+    assert ast_depth(tree, 50) == 51  # stops counting past the limit
+
+
 def test_guard_passes_every_fixture_kernel():
     py, cu = hc.fixtures()
     for name, text in py + cu:
