@@ -1,6 +1,6 @@
 """Reliability figures: what skel survives, measured. One script, one section per area.
 
-    python benchmarks/reliability.py fuzz [--files 10000] [--seed N]   # hostile sources (reliability_fuzz.py)
+    python benchmarks/reliability.py fuzz [--files 10000] [--seed N] [--jobs 2] [--parts extract,mine,suggest]
     python benchmarks/reliability.py faults [--seed 0] [--files 24]
     python benchmarks/reliability.py load [--clients 8] [--requests 200]
 
@@ -15,9 +15,10 @@ processes, with SKEL_EMBEDDER=hash:
 - two mines at once into one local store (one must be refused, naming the other);
 - a full disk (a 600 KiB tmpfs, then remounted with room; skipped when mounting is not
   permitted);
-- damaged stores (truncated, garbled, emptied, deleted, not SQLite) under `skel suggest`,
-  an unchanged re-mine (answered from file stamps) and a mine with one file changed: one
-  line, exit 2, not a byte changed;
+- damaged stores (truncated, garbled, emptied, deleted, not SQLite) under `skel suggest`
+  (also with a read snapshot of the database, damaged in place after it), an unchanged
+  re-mine (answered from file stamps) and a mine with one file changed: one line, exit 2,
+  not a byte changed;
 - a Chroma server (`chroma run`) killed mid-mine and mid-suggest, restarted; two mines
   against one server at once.
 
@@ -189,20 +190,30 @@ def damaged_stores(base: Path, tree: Path, home: Path, rnd: random.Random, recor
         "not sqlite": lambda db: db.write_bytes(b"\0" * 8192),
     }
     edited = sorted(tree.rglob("*.py"))[0]
-    cases = [
-        ("suggest", lambda store: [sys.executable, "-m", "skel.cli", "suggest", str(KERNEL), "--store", store],
-         None),
-        ("unchanged re-mine (stamps)", lambda store: sc.mine_cmd(tree, store), None),
-        ("mine, one file changed", lambda store: sc.mine_cmd(tree, store), edited),
+
+    def suggest(store: str) -> list[str]:
+        return [sys.executable, "-m", "skel.cli", "suggest", str(KERNEL), "--store", store]
+
+    cases = [  # (what, command, file to edit, run a suggest before the damage)
+        ("suggest", suggest, None, False),
+        # the suggest before leaves a read snapshot of this very database (skel/store/snapshot.py),
+        # damaged in place after it: the snapshot must not answer for a damaged store
+        ("suggest with a read snapshot", suggest, None, True),
+        ("unchanged re-mine (stamps)", lambda store: sc.mine_cmd(tree, store), None, False),
+        ("mine, one file changed", lambda store: sc.mine_cmd(tree, store), edited, False),
     ]
-    for n, (case, cmd, edit) in enumerate(cases):
+    for n, (case, cmd, edit, prime) in enumerate(cases):
         tried = ok = 0
         fails = []
         for name, damage in damages.items():
             store = base / f"d{n}-{name.replace(' ', '')}"
             shutil.copytree(base / "clean", store)
-            # the short cut must be there to take, or the re-mine row measures the full path
+            # the short cuts must be there to take, or the rows measure the full path
             stamped = mined_manifest(str(store), tree.name).exists()
+            if prime:
+                p = subprocess.run(cmd(str(store)), capture_output=True, text=True, env=sc.env(home), cwd=sc.ROOT,
+                                   timeout=300)
+                stamped = stamped and p.returncode == 0 and (store / "skel-read" / "generation").exists()
             damage(store / "chroma.sqlite3")
             before = _digest(store)
             old, st = (edit.read_bytes(), edit.stat()) if edit else (b"", None)
@@ -220,7 +231,7 @@ def damaged_stores(base: Path, tree: Path, home: Path, rnd: random.Random, recor
             good = (r.returncode == 2 and len(lines) == 1 and f"the store at {store} is damaged" in lines[0]
                     and _digest(store) == before and stamped)
             ok += good
-            fails += [] if good else [f"{name}: {r.returncode} {lines[-1:]}" + ("" if stamped else " (no stamps)")]
+            fails += [] if good else [f"{name}: {r.returncode} {lines[-1:]}" + ("" if stamped else " (not set up)")]
             shutil.rmtree(store, ignore_errors=True)
         record(f"damaged store, {case}: one line, exit 2, unchanged", tried, ok, fails)
 
