@@ -162,6 +162,9 @@ def test_cli_refuses_a_folder_that_is_not_a_site_and_rebuilds_its_own(tmp_path):
     a_file.write_text("x")
     r = run_skel("site", str(a_file), "--catalog-only")
     assert r.returncode == 2 and "not a folder" in r.stderr
+    r = run_skel("site", str(a_file / "site"), "--catalog-only")  # under a file: nothing can be written
+    assert r.returncode == 2 and r.stderr.startswith("skel: error: cannot write") and "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "notes"]  # no half-built folder left
 
 
 def test_interrupted_build_leaves_the_old_site_whole(small_site, tmp_path, monkeypatch):

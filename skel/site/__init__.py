@@ -15,8 +15,9 @@ import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from skel.errors import InputError, UsageError
 
@@ -53,6 +54,8 @@ def require() -> None:
 
 def prepare(out: str | Path) -> Path:
     """Check OUT can take a site: missing, empty, or a site this module wrote."""
+    if not str(out).strip():
+        raise InputError("give OUT, the folder to write into")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise InputError(f"{out}: exists and is not a folder")
@@ -73,6 +76,24 @@ def swap_in(tmp: Path, path: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@contextmanager
+def writing(path: Path) -> Iterator[Path]:
+    """A new folder beside ``path`` to write into, swapped in for ``path`` when the block
+    ends; removed, and ``path`` left as it was, when it raises. A folder that cannot be
+    written is one clear error."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=path.parent))
+        yield tmp
+        swap_in(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def build(snap: CatalogSnapshot, out: str | Path,
           progress: Callable[[int, int, str], None] | None = None) -> SiteReport:
     """Write the whole site for ``snap`` into OUT."""
@@ -81,18 +102,12 @@ def build(snap: CatalogSnapshot, out: str | Path,
     require()
     t0 = time.perf_counter()
     path = prepare(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=path.parent))
-    try:
+    with writing(path) as tmp:
         shutil.copytree(ASSETS, tmp / "assets")
         generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         pages = render_site(snap, tmp, generated=generated, progress=progress)
         (tmp / "catalog.md").write_text(catalog_markdown(snap), encoding="utf-8")
         (tmp / "site.json").write_text(site_json(snap, pages), encoding="utf-8")
-        swap_in(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return SiteReport(out=str(path), pages=len(pages.pages), plots=len(pages.plots),
                       skeletons=len(snap.skeletons), sources=len(snap.sources),
                       seconds=time.perf_counter() - t0)

@@ -5,12 +5,11 @@ skeleton's page — a result that can be read and shared as it is."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skel.site import ASSETS, prepare, require, swap_in
+from skel.site import ASSETS, prepare, require, writing
 
 if TYPE_CHECKING:
     from skel.verifier.run import VerifyResult
@@ -24,9 +23,7 @@ def write_report(result: VerifyResult, out: str | Path) -> Path:
 
     require()
     path = prepare(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=path.parent))
-    try:
+    with writing(path) as tmp:
         shutil.copytree(ASSETS, tmp / "assets")
         rec = result.record
         name = rec.skeleton or "change"
@@ -50,8 +47,4 @@ def write_report(result: VerifyResult, out: str | Path) -> Path:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "result.json").write_text(__import__("json").dumps(result.to_dict(), indent=2) + "\n",
                                          encoding="utf-8")
-        swap_in(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return path / "index.html"
