@@ -5,6 +5,7 @@ snapshot each send the reader back to chroma."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -103,6 +104,10 @@ def test_a_replaced_database_or_a_broken_snapshot_is_not_used(store, tmp_path):
     json_file = Path(store) / snapshot.FOLDER / f"snapshot-{token}.json"
     json_file.write_text(json_file.read_text()[:1000])  # half-written
     snapshot._LOADED.clear()
+    assert snapshot.open_fresh(store) is None
+    # valid JSON naming this database, but not a whole snapshot (no records, no statistics)
+    json_file.write_text(json.dumps({"format": snapshot.FORMAT, "token": token,
+                                     "db": list(snapshot._db_identity(store))}))
     assert snapshot.open_fresh(store) is None
     json_file.unlink()
     assert snapshot.open_fresh(store) is None

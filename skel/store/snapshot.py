@@ -146,9 +146,11 @@ def open_fresh(location: str) -> "SnapshotKB | None":
         import numpy as np
 
         vectors = np.load(path.with_suffix(".npy"), allow_pickle=False)
-    except (OSError, ValueError):
+        snap = SnapshotKB(location, doc, vectors)
+        if len(snap._ids) != len(vectors) or (len(vectors) and vectors.ndim != 2):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None  # missing, half-written by a crashed writer, or damaged: read the store
-    snap = SnapshotKB(location, doc, vectors)
     _LOADED[key] = snap
     return snap
 
