@@ -177,12 +177,15 @@ def render_site(snap: CatalogSnapshot, out: Path, *, generated: str,
 
     rows = []
     total = len(snap.skeletons)
+    by_technique: dict[str, list] = {}
+    for e in snap.events:  # latest first, as recorded
+        by_technique.setdefault(e.technique, []).append(e)
     for i, (s, ev, runs) in enumerate(snap.skeletons):
         if progress:
             progress(i, total, s.id)
         made = skeleton_plots(s, runs, out)
         done.plots += [p.file for p in made]
-        events = [e for e in snap.events if e.technique == s.id]
+        events = by_technique.get(s.id, [])
         write(f"skeletons/{s.id}.html", "skeleton.html", s=s, ev=ev, runs=runs, plots=made,
               uses=snap.uses.get(s.id, []), sections=_sections(s), conditions=conditions(s),
               diff=diff(s.before, s.after, "kernel.cu" if "triton" not in s.languages else "kernel.py"),
@@ -191,8 +194,8 @@ def render_site(snap: CatalogSnapshot, out: Path, *, generated: str,
         rows.append(_row(s, ev))
     if progress:
         progress(total, total, "index")
+    names = {s.id: s.title for s, _, _ in snap.skeletons}
     for src in snap.sources:
-        names = {s.id: s.title for s, _, _ in snap.skeletons}
         write(f"sources/{slug(src.record.name)}.html", "source.html", src=src, titles=names,
               title=f"source {src.record.name}")
     categories = sorted({r["category"] for r in rows})
