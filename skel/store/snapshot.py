@@ -131,9 +131,9 @@ def open_fresh(location: str) -> "SnapshotKB | None":
     token, ident = generation(location), _db_identity(location)
     if token is None or ident is None:
         return None
-    from skel.store.knowledge import _check_intact
+    from skel.store.knowledge import check_intact
 
-    _check_intact(Path(location))  # a damaged database is refused here as when chroma opens it
+    check_intact(location)  # a damaged database is refused here as when chroma opens it
     key = str(Path(location).resolve())
     kept = _LOADED.get(key)
     if kept is not None and kept.token == token and kept.db == ident:
