@@ -21,6 +21,11 @@ Rows (the first three each in a fresh interpreter, interleaved repeat by repeat)
   cost of `python -c "import chromadb"` on its own;
 - suggest, in process: one more `suggest_for` on a warm process (model and store open).
 
+Then the budget of a cold mine within 2x the parse floor (see `budget`): the parse floor
+twice at once (how much work the machine's cores do together), and the mining embedder
+alone on the same kernels' texts, on one thread and on its default threads — each in a
+fresh interpreter too.
+
 Then the latency targets of issue #10, on real kernels: the sglang 0.5.23 wheel (found in
 ~/.cache/skel-test or fetched with `pip download --no-deps`, never committed) is mined on
 top of the first fla + liger store, and `_fwd_kernel_stage1` of its `decode_attention.py`
@@ -132,6 +137,41 @@ def _stage_in_subprocess(stage: str, packages: list[str]) -> tuple[float, int]:
     return float(out[0]), int(out[1])
 
 
+def _two_parses_at_once(packages: list[str]) -> float:
+    """Wall time of two parse-floor processes started together: with the one-process floor,
+    how much work this machine's cores do at once (two vCPUs need not do twice one's)."""
+    cmd = [sys.executable, __file__, "--stage", "parse"] + [x for p in packages for x in ("--package", p)]
+    t = time.perf_counter()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL) for _ in range(2)]
+    if any(p.wait() for p in procs):
+        raise SystemExit("a parse-floor process failed")
+    return time.perf_counter() - t
+
+
+def _embed_alone(texts: list[str], threads: int) -> float:
+    """Seconds for the mining embedder (the ONNX export of the shipped MiniLM) to embed
+    ``texts`` as a mine does, one text per run, on onnxruntime's default threads (0) or
+    ``threads``; the session is made and warmed before the clock starts."""
+    import numpy as np
+    import onnxruntime as ort  # type: ignore[import-untyped]
+
+    from skel import embed
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if threads:
+        opts.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(embed.onnx_export_path()), opts, providers=["CPUExecutionProvider"])
+    tokenizer = embed._tokenizer(str(embed.model_path()))
+    for _, ids, mask in embed._batches(tokenizer, texts[:2], 1):
+        session.run(None, {"input_ids": ids, "attention_mask": mask})
+    t = time.perf_counter()
+    out = np.empty((len(texts), embed.DIM), np.float32)
+    for idx, ids, mask in embed._batches(tokenizer, texts, 1):
+        out[idx] = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    return time.perf_counter() - t
+
+
 def run_stage(stage: str, packages: list[str]) -> None:
     """Child mode: time one stage over the packages' kernel files; print seconds, kernels."""
     import libcst
@@ -142,6 +182,10 @@ def run_stage(stage: str, packages: list[str]) -> None:
     from skel.skeletons.registry import all_skeletons
 
     files = kernel_files([PackageSource(name) for name in packages])
+    if stage in ("embed", "embed1"):  # the texts a mine embeds; only the embedding is timed
+        texts = [k.text() for p, text in files for k in extract_file(text, p)]
+        print(f"{_embed_alone(texts, 1 if stage == 'embed1' else 0):.6f} {len(texts)}")
+        return
     if stage == "analyse":
         all_skeletons()  # the catalog's import is not part of the row
     n = 0
@@ -165,7 +209,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--query", default=str(ROOT / "examples" / "row_softmax.py"))
     ap.add_argument("--warm", type=int, default=200, help="warm in-process calls for median and p99")
-    ap.add_argument("--stage", choices=["parse", "extract", "analyse"], help=argparse.SUPPRESS)
+    ap.add_argument("--stage", choices=["parse", "extract", "analyse", "embed", "embed1"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     packages = args.package or ["fla", "liger_kernel"]
     if args.stage:
@@ -200,10 +244,13 @@ def main() -> None:
     # collector's generations) must not tax another row, and the rows share the machine's
     # state so their ratios are side by side.
     parse_t, extract_t, analyse_t, kernels = [], [], [], 0
+    embed_t, embed1_t, parse2_t = [], [], []
     for _ in range(args.repeat):
-        for stage, out in (("parse", parse_t), ("extract", extract_t), ("analyse", analyse_t)):
+        for stage, out in (("parse", parse_t), ("extract", extract_t), ("analyse", analyse_t),
+                           ("embed", embed_t), ("embed1", embed1_t)):
             seconds, kernels = _stage_in_subprocess(stage, packages)
             out.append(seconds)
+        parse2_t.append(_two_parses_at_once(packages))
 
     mine_t, remine_t, n_kernels = [], [], 0
     store = None
@@ -263,8 +310,40 @@ def main() -> None:
 
     print(table(["measure", "median (min–max)", "throughput", "ratio"], [list(r) for r in rows], max_width=80))
     print(flush=True)
+    budget(parse_t, parse2_t, analyse_t, embed_t, embed1_t, mine_t, kernels)
     targets(args, work, store, env, cli, packages, chroma_t, remine_cli_t, parse_t, mine_t)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def budget(parse_t, parse2_t, analyse_t, embed_t, embed1_t, mine_t, kernels: int) -> None:
+    """What a cold mine within 2x the parse floor leaves for skel's own work on this
+    machine. Any mine parses every file once (P, the floor) and embeds every kernel once
+    with the shipped model (E, one core). In 2P of wall time the machine does 2P x c
+    core-seconds, where c is measured: two parse-floor processes at once against one.
+    So extraction beyond the parse, tagging every kernel against the catalog and the
+    store writes must fit in 2Pc - P - E core-seconds, however well they overlap."""
+    from skel.tables import table
+
+    med = statistics.median
+    p, e1 = med(parse_t), med(embed1_t)
+    c = 2 * p / med(parse2_t)
+    room = 2 * p * c - p - e1
+    own = med(analyse_t) - p  # a lower bound on skel's own work: the store's writes not counted
+    rows = [
+        ["parse floor P (1 process)", fmt(parse_t), "1.00x P"],
+        ["two parse-floor processes at once (wall)", fmt(parse2_t), f"c = {c:.2f} cores' worth of work"],
+        [f"embed the {kernels} kernels' texts E (mining embedder, 1 thread)", fmt(embed1_t), f"{e1 / p:.2f}x P"],
+        [f"embed the {kernels} kernels' texts (mining embedder, default threads)", fmt(embed_t),
+         f"{med(embed_t) / p:.2f}x P"],
+        ["core-seconds in 2P of wall time: 2Pc", f"{2 * p * c:.1f}s", f"{2 * c:.2f}x P"],
+        ["left for extraction beyond the parse, tagging, the store: 2Pc - P - E", f"{room:.1f}s",
+         f"{room / p:.2f}x P"],
+        ["skel's extraction beyond the parse + tagging (extract + tag - P)", f"{own:.1f}s", f"{own / p:.2f}x P"],
+        ["mine cold, measured", fmt(mine_t), f"{med(mine_t) / p:.2f}x P"],
+    ]
+    print("what a cold mine within 2x the parse floor leaves for skel's own work (core-seconds)")
+    print(table(["quantity", "median (min–max)", "relative"], rows, max_width=80))
+    print(flush=True)
 
 
 def targets(args, work: Path, store: Path, env: dict, cli: list[str], packages: list[str], chroma_t, remine_cli_t,
