@@ -1,14 +1,18 @@
-"""Fact extraction and tagging, this checkout against an earlier commit, side by side.
+"""Fact extraction, tagging and a cold mine, this checkout against an earlier commit, side by side.
 
     python benchmarks/extraction_before_after.py --base 8245e98          # 3 repeats
     python benchmarks/extraction_before_after.py --base HEAD~5 --repeat 5
+    python benchmarks/extraction_before_after.py --base 8f3c24e --stages parse,mine
 
 Checks out ``--base`` into a temporary git worktree and times, for each of the two code
-trees, three stages over the kernel-bearing files of fla-core and liger-kernel (installed):
-the libcst parse floor, fact extraction, and extraction + tagging against the catalog (what
-a mine worker does per file). Every measurement runs in a fresh interpreter, and the two
-trees alternate stage by stage, repeat by repeat, so both see the same machine state.
-Prints medians with min–max and each stage's ratio to its own tree's parse floor.
+trees, stages over the kernel-bearing files of fla-core and liger-kernel (installed): the
+libcst parse floor, fact extraction, extraction + tagging against the catalog (what a mine
+worker does per file), and ``mine``: a cold mine of both packages (2 parser processes,
+embeddings, store writes) into a fresh store with an empty facts cache. Every measurement
+runs in a fresh interpreter, and the two trees alternate stage by stage, repeat by repeat,
+so both see the same machine state. Prints medians with min–max and each stage's ratio to
+its own tree's parse floor. The mines embed with the ONNX export of the shipped model when
+one is in the local cache (copied into a temporary home both trees share).
 """
 
 from __future__ import annotations
@@ -44,6 +48,18 @@ for name in ("fla", "liger_kernel"):
 stage = sys.argv[1]
 if stage == "tag":
     all_skeletons()  # the catalog's import is not part of the stage
+if stage == "mine":
+    import tempfile
+    from skel.miner.mine import mine
+    from skel.miner.sources import PackageSource
+    from skel.store.knowledge import KnowledgeBase
+    work = Path(tempfile.mkdtemp(prefix="skel-mine-"))
+    kb = KnowledgeBase.open(str(work / "store"))
+    t0 = time.perf_counter()
+    for name in ("fla", "liger_kernel"):
+        mine(PackageSource(name), kb, jobs=2, cache_root=work / "cache")
+    print(time.perf_counter() - t0)
+    sys.exit(0)
 t0 = time.perf_counter()
 for rel, text in files:
     if stage == "parse":
@@ -56,33 +72,59 @@ for rel, text in files:
 print(time.perf_counter() - t0)
 '''
 
-STAGES = ("parse", "extract", "tag")
+STAGES = ("parse", "extract", "tag", "mine")
 
 
-def run(tree: Path, stage: str) -> float:
-    env = dict(os.environ, PYTHONPATH=str(tree))
+def run(tree: Path, stage: str, home: Path) -> float:
+    env = dict(os.environ, PYTHONPATH=str(tree), SKEL_HOME=str(home))
     out = subprocess.run([sys.executable, "-c", CHILD, stage], check=True, capture_output=True, text=True,
                          env=env, cwd=tempfile.gettempdir())
     return float(out.stdout.split()[-1])
+
+
+def _share_export(home: Path) -> str:
+    """Copy the local ONNX export of the shipped model into ``home`` (the SKEL_HOME both
+    trees mine with); say which embedder the mines will use."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT))
+    from skel import embed
+
+    try:
+        found = embed.onnx_export_path()
+    except embed.EmbeddingUnavailable as exc:
+        return f"the fallback embedders ({exc})"
+    if not found.is_file():
+        return "the fallback embedders (no ONNX export in the local cache: `skel mine` makes one)"
+    target = home / "cache" / "onnx" / found.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(found, target)
+    return f"OnnxMiniLM ({found.name})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="commit, tag or branch to compare against")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stages", default="parse,extract,tag",
+                    help=f"comma-separated, from {','.join(STAGES)} (parse is always timed: the ratios need it)")
     args = ap.parse_args()
+    stages = ["parse"] + [x for x in STAGES[1:] if x in args.stages.split(",")]
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.base], check=True,
                          capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="skel-base-") as tmp:
         base = Path(tmp) / "tree"
+        home = Path(tmp) / "home"
+        if "mine" in stages:
+            print(f"mines embed with: {_share_export(home)}", flush=True)
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), sha], check=True)
         try:
             trees = {f"base {sha}": base, "this checkout": ROOT}
             times: dict[tuple[str, str], list[float]] = {}
             for _ in range(args.repeat):
-                for stage in STAGES:
+                for stage in stages:
                     for label, tree in trees.items():
-                        times.setdefault((label, stage), []).append(run(tree, stage))
+                        times.setdefault((label, stage), []).append(run(tree, stage, home))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
     sys.path.insert(0, str(ROOT))
@@ -91,11 +133,13 @@ def main() -> None:
     rows = []
     for label in trees:
         floor = statistics.median(times[(label, "parse")])
-        for stage in STAGES:
+        for stage in stages:
             xs = times[(label, stage)]
             m = statistics.median(xs)
             rows.append([label, stage, f"{m:.2f}s ({min(xs):.2f}–{max(xs):.2f})", f"{m / floor:.2f}x"])
-    print(f"fla + liger_kernel kernel-bearing files; repeat {args.repeat}; fresh interpreter per measurement")
+    load = os.getloadavg()
+    print(f"fla + liger_kernel kernel-bearing files; repeat {args.repeat}; fresh interpreter per measurement; "
+          f"cpus {os.cpu_count()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(table(["code", "stage", "median (min–max)", "vs its parse"], rows))
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from skel.store.knowledge import KnowledgeBase, SourceRecord
     from skel.verifier.run import VerifyResult
 
-# (done, total, label): label a file while parsing, "model" while the embedding model loads, "store" while storing
+# (done, total, label): label a file while parsing, "model" while the last kernels embed, "store" while storing
 Progress = Callable[[int, int, str], None]
 
 _ARCH = re.compile(r"(?:sm_?)?(\d{2,3})a?")

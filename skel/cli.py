@@ -241,9 +241,9 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
 class MineProgress:
     """The mine's progress on a terminal: one bar per stage (parsing, storing), each ended
     on its own line before the next begins, so a shorter line never shows the tail of a
-    longer one (``48/1077`` for 48/107), and a label while the embedding model loads."""
+    longer one (``48/1077`` for 48/107), and a label while the last kernels embed."""
 
-    STAGES = {"store": "storing", "model": "loading the embedding model"}
+    STAGES = {"store": "storing", "model": "embedding the kernels"}
 
     def __init__(self, file, *, show: bool) -> None:
         self.file, self.show = file, show

@@ -350,11 +350,14 @@ def export_onnx(path: str | Path | None = None) -> Path:
 
 
 @functools.lru_cache(maxsize=None)
-def _onnx_session(path: str):
+def _onnx_session(path: str, threads: int = 0):
     import onnxruntime as ort  # type: ignore[import-untyped]
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    if threads:  # beside other busy work: no more threads than asked, and none spinning idle
+        opts.intra_op_num_threads = threads
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
 
@@ -379,9 +382,19 @@ class OnnxMiniLM:
     # One text per run: on a 2-core x86 machine onnxruntime embedded eleven 170-256-token
     # kernels in 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a time
     # (the attention tensors of a batch outgrow the caches); the vectors are the same.
-    def __init__(self, path: str | Path | None = None, batch_size: int = 1):
+    def __init__(self, path: str | Path | None = None, batch_size: int = 1, threads: int = 0):
         self._path = path
         self.batch_size = batch_size
+        self.threads = threads  # 0: onnxruntime's default (one per core)
+
+    def sharing_cores(self) -> OnnxMiniLM:
+        """The same model on one thread that never spins idle, for embedding beside other
+        CPU-bound work (a mine's parser processes): on a 2-core machine a cold mine of
+        fla-core + liger-kernel embedding this way during the parse took 54.9 s, against
+        59.0 s embedding after it (medians of 3, `benchmarks/extraction_before_after.py
+        --stages parse,mine`, `benchmarks/results/mine-overlap-2026-12-02.txt`). The
+        vectors are the same (tests/test_embed.py)."""
+        return OnnxMiniLM(self._path, self.batch_size, threads=1)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
@@ -394,7 +407,7 @@ class OnnxMiniLM:
         if not export.is_file():
             raise EmbeddingUnavailable(f"no ONNX export at {export}; `skel mine` makes one (needs torch and onnx)")
         try:
-            session = _onnx_session(str(export))
+            session = _onnx_session(str(export), self.threads)
         except ImportError as e:
             raise EmbeddingUnavailable(f"onnxruntime is not installed: {e}") from e
         out = np.empty((len(texts), DIM), np.float32)

@@ -165,23 +165,23 @@ def test_ctrl_c_during_mine_exits_130_and_a_rerun_completes(tmp_path):
         write(repo / f"k{i}.py", FP32_DOT.replace("solve_kernel", f"solve_kernel_{i}"))
     store = tmp_path / "store"
     marker = tmp_path / "second-batch"
-    # The CLI as users run it, with the embedder slowed down at the second batch so the
+    # The CLI as users run it, with the store's writes slowed down at the second batch so the
     # signal lands after one batch is stored and before the next is (no timing guesswork).
     # A shell that starts a job in the background (CI runners, `nohup ... &`) hands it SIGINT
     # ignored, and Python then keeps it ignored: the child restores the terminal's behaviour.
     code = f"""
 import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from skel.embed import HashEmbedder
+from skel.store.knowledge import KnowledgeBase
 calls = []
-orig = HashEmbedder.embed
-def slow(self, texts):
+orig = KnowledgeBase.add_many
+def slow(self, records):
     calls.append(1)
     if len(calls) == 2:
         open({str(marker)!r}, "w").close()
         time.sleep(600)
-    return orig(self, texts)
-HashEmbedder.embed = slow
+    return orig(self, records)
+KnowledgeBase.add_many = slow
 sys.argv = ["skel", "mine", {str(repo)!r}, "--store", {str(store)!r}, "--source", "demo", "--jobs", "1"]
 from skel.cli import main
 main()

@@ -79,6 +79,11 @@ def test_onnx_matches_sentence_transformers(numpy_vecs, tmp_path, monkeypatch):
         assert max(abs(x - y) for x, y in zip(a, b)) < 1e-4, text[:40]
     for a, b in zip(one_by_one, got):  # padding in a batch changes nothing
         assert _cos(a, b) > 0.99999
+    # the one-thread twin a mine embeds with beside its parser processes: the same vectors
+    shared = OnnxMiniLM().sharing_cores()
+    assert shared.threads == 1
+    for a, b in zip(shared.embed(TEXTS), got):
+        assert _cos(a, b) > 0.99999
 
 
 def test_truncation_applies():

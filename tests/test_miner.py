@@ -111,18 +111,20 @@ def test_interrupted_mine_leaves_store_consistent_and_resumes(repo, kb, hash_emb
         write(repo / "pkg" / f"extra_{i}.py", SCALE.replace("scale_kernel", f"scale_kernel_{i}"))
     monkeypatch.setattr(m, "BATCH", 2)
 
-    class Crashing:
-        name = hash_embedder.name
-        calls = 0
+    # Ctrl-C half way through storing (embedding is done on its own thread during the
+    # parse, so the interruption comes while a batch is written)
+    add_many, calls = kb.add_many, []
 
-        def embed(self, texts):
-            Crashing.calls += 1
-            if Crashing.calls == 3:
-                raise KeyboardInterrupt  # like Ctrl-C half way through
-            return hash_embedder.embed(texts)
+    def crashing_add(records):
+        calls.append(len(records))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return add_many(records)
 
+    monkeypatch.setattr(kb, "add_many", crashing_add)
     with pytest.raises(KeyboardInterrupt):
-        mine(DirectorySource(repo, "demo"), kb, embedder=Crashing(), jobs=1)
+        mine(DirectorySource(repo, "demo"), kb, embedder=hash_embedder, jobs=1)
+    monkeypatch.setattr(kb, "add_many", add_many)
     (src,) = kb.sources()
     assert src.state == "mining", "an interrupted source is marked as such"
     marked = kb.file_hashes("demo")
@@ -230,3 +232,87 @@ def test_unchanged_remine_is_answered_from_stamps_without_the_store(repo, tmp_pa
     # a file just written is not trusted to its stamp: no short cut, whatever the manifest says
     write(repo / "pkg" / "new.py", "x = 1\n")
     assert stamps.source_stamp(DirectorySource(repo, "demo", "1")) is None
+
+
+def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder):
+    """The mine's background embedding: texts submitted while files are parsed go to the
+    embedder's one-thread twin, what it has not started (or was never submitted) is
+    embedded by the embedder itself, each text gets its own vector in order, and an
+    error of the embedder surfaces when the vectors are asked for."""
+    import threading
+
+    from skel.miner.mine import Embedding
+
+    gate = threading.Event()
+
+    class Twin:
+        name = hash_embedder.name
+        seen: list[str] = []
+
+        def embed(self, texts):
+            gate.wait(5)  # holds the thread, so later batches queue behind this one
+            Twin.seen += texts
+            return hash_embedder.embed(texts)
+
+    class Full:
+        name = hash_embedder.name
+        seen: list[str] = []
+
+        def sharing_cores(self):
+            return Twin()
+
+        def embed(self, texts):
+            Full.seen += texts
+            return hash_embedder.embed(texts)
+
+    emb = Embedding(Full())
+    try:
+        emb.submit(["a b", "c d"])
+        emb.submit(["e f", "a b"])  # queued behind the first; "a b" only once
+        threading.Timer(0.2, gate.set).start()
+        texts = ["c d", "e f", "never submitted", "a b", "c d"]
+        got = emb.get(texts)
+        assert got == hash_embedder.embed(texts)
+        assert Twin.seen == ["a b", "c d"], "the running batch finishes on the twin"
+        assert sorted(Full.seen) == ["e f", "never submitted"], "the queued batch is embedded at full speed"
+        emb.submit(["a b", "g h"])
+        assert emb.get(["g h", "a b"]) == hash_embedder.embed(["g h", "a b"])
+        every = Twin.seen + Full.seen
+        assert every.count("a b") == 1 and every.count("g h") == 1, "a text is embedded once"
+    finally:
+        emb.close()
+
+    class Broken:
+        name = "broken"
+
+        def embed(self, texts):
+            raise RuntimeError("no model")
+
+    emb = Embedding(Broken())
+    try:
+        emb.submit(["x"])
+        with pytest.raises(RuntimeError, match="no model"):
+            emb.get(["x"])
+    finally:
+        emb.close()
+
+    # an interrupted mine closes the embedding at once, whatever the thread is doing
+    import time
+
+    stuck = threading.Event()
+
+    class Stuck:
+        name = "stuck"
+
+        def embed(self, texts):
+            stuck.wait(30)
+            return hash_embedder.embed(texts)
+
+    emb = Embedding(Stuck())
+    emb.submit(["x"])
+    emb.submit(["y"])
+    t = time.monotonic()
+    emb.close()
+    assert time.monotonic() - t < 1
+    assert emb._thread.daemon, "a thread that never holds up the interpreter's exit"
+    stuck.set()

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from skel.store.knowledge import KnowledgeBase
 
 # (done, total, label): label a file while parsing, "model" (0, 0) while the embedding
-# model loads, "store" while storing
+# model finishes (it loads and embeds during the parse), "store" while storing
 Progress = Callable[[int, int, str], None]
 BATCH = 48
 
@@ -270,10 +270,13 @@ def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
 
 
 def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
-                 progress: Progress | None = None, *,
-                 by_digest: bool = False) -> tuple[dict[str, list[dict] | str], int]:
+                 progress: Progress | None = None, *, by_digest: bool = False,
+                 on_result: Callable[[SourceFile, list[dict] | str], None] | None = None,
+                 ) -> tuple[dict[str, list[dict] | str], int]:
     """Facts for each file, by rel path (by digest with ``by_digest``: history mining holds
-    a path before and after a change); returns (results, how many came from cache)."""
+    a path before and after a change); returns (results, how many came from cache).
+    ``on_result(file, value)`` is called as each file's facts arrive, while the workers
+    go on with the rest (the mine starts embedding there)."""
     results: dict[str, list[dict] | str] = {}
     todo: list[SourceFile] = []
     for f in files:
@@ -282,6 +285,8 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
             todo.append(f)
         else:
             results[f.digest if by_digest else f.rel] = hit
+            if on_result:
+                on_result(f, hit)
     cached = len(results)
     done = cached
     total = len(files)
@@ -294,6 +299,8 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
         for i, (rel, value) in isolated(jobs_in, jobs, PARSE_SECONDS):
             f = order[i]
             results[f.digest if by_digest else rel] = value
+            if on_result:
+                on_result(f, value)
             if not _transient(value):
                 cache.put(f.digest, value)
             done += 1
@@ -309,12 +316,84 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
             except TooSlow:
                 rel, value = f.rel, f"{_TIMED_OUT} (over {PARSE_SECONDS:g}s); the file is skipped"
             results[f.digest if by_digest else rel] = value
+            if on_result:
+                on_result(f, value)
             if not _transient(value):
                 cache.put(f.digest, value)
             done += 1
             if progress:
                 progress(done, total, rel)
     return results, cached
+
+
+class Embedding:
+    """Kernel texts embedded on one background thread while the parser workers run.
+
+    A cold mine's two big costs are the workers' parsing and tagging and the model's
+    forward pass per kernel; done one after the other, the embedding waits for the last
+    file. Here each file's texts go to the thread as its facts arrive (the inference
+    runtimes release the GIL), so the model loads and embeds during the parse. Beside
+    the busy workers it runs on one thread that never spins idle when the embedder
+    offers one (``sharing_cores``): with every core already parsing, more threads only
+    take turns with the workers. ``get`` then embeds what the thread has not started
+    with the embedder's full threads. Nothing is written to the store from here: vectors
+    are only attached to records in the write loop, in the same order as before."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        import queue
+        import threading
+
+        self.embedder = embedder
+        share = getattr(embedder, "sharing_cores", None)
+        self._beside: Embedder = share() if callable(share) else embedder
+        self._pending: list = []  # (texts, future)
+        self._asked: set[str] = set()  # every text submitted: a text is embedded once
+        self._vectors: dict[str, list[float]] = {}
+        # a daemon thread, not an executor's: a Ctrl-C must end the mine at once, never
+        # wait at exit for a batch the thread is still embedding
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="skel-embed", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while (job := self._queue.get()) is not None:
+            texts, future = job
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while queued: `get` embeds it
+            try:
+                future.set_result(self._beside.embed(texts))
+            except BaseException as exc:  # noqa: BLE001 - handed to `get`, which raises it
+                future.set_exception(exc)
+
+    def submit(self, texts: list[str]) -> None:
+        from concurrent.futures import Future
+
+        texts = [t for t in dict.fromkeys(texts) if t not in self._asked]
+        if texts:
+            self._asked.update(texts)
+            future: Future = Future()
+            self._pending.append((texts, future))
+            self._queue.put((texts, future))
+
+    def get(self, texts: list[str]) -> list[list[float]]:
+        """The vectors of ``texts``; those the thread has not started, or that were never
+        submitted, are embedded now. An error of the embedder (a missing model, say) is
+        raised here, before anything is written."""
+        # newest first, so a queued batch never starts while an older one is waited for
+        started = [(done, future) for done, future in reversed(self._pending) if not future.cancel()]
+        for done, future in started:
+            self._vectors.update(zip(done, future.result()))
+        self._pending.clear()
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.embedder.embed(missing)))
+        return [self._vectors[t] for t in texts]
+
+    def close(self) -> None:
+        """Cancel what is queued and let the thread end (without waiting for it)."""
+        for _, future in self._pending:
+            future.cancel()
+        self._queue.put(None)
 
 
 # --- techniques and tests ----------------------------------------------------------------
@@ -375,7 +454,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     ``ops``) raises ``UsageError`` before anything is written, unless ``replace``: then
     that source is deleted first (``report.replaced`` says what went)."""
     from skel.kernels.model import KernelFacts
-    from skel.store.knowledge import KernelRecord, SourceRecord
+    from skel.store.knowledge import SourceRecord
 
     if isinstance(source, (str, os.PathLike)):
         raise TypeError("mine() takes a Source, e.g. DirectorySource(path), PackageSource(name) "
@@ -406,8 +485,10 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     from skel.embed import default_embedder
 
     # before any write: a mine with another model than the store's changes nothing (the
-    # embedder is only constructed here; its model loads on first use)
-    kb.check_embedder((embedder or default_embedder(bulk=True)).name)
+    # embedder is only constructed here; its model loads on first use, on the embedding
+    # thread while the files are parsed)
+    embedder = embedder or default_embedder(bulk=True)
+    kb.check_embedder(embedder.name)
     started = SourceRecord(name=name, version=version, root=source.root, state="mining", started=time.time(),
                            origin=source.origin)
     kb.put_source(started)
@@ -426,30 +507,56 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     report.removed = len(removed)
 
     candidates = [f for f in changed if walk_hint(f.text, f.rel)]
-    t1 = time.perf_counter()
-    facts, report.cached = extract_many(candidates, FactsCache(cache_root), jobs, progress)
-    report.parse_seconds = time.perf_counter() - t1
-    report.parsed = len(candidates) - report.cached
+    kernels_of: dict[str, list[tuple[KernelFacts, list[str], list[str]]]] = {}
+    embedding = Embedding(embedder)
 
+    def arrived(f: SourceFile, value: list[dict] | str) -> None:
+        if isinstance(value, list):
+            kernels_of[f.rel] = [(KernelFacts.from_dict(d["facts"]), d["uses"], d["fits"]) for d in value]
+            embedding.submit([k.text() for k, _, _ in kernels_of[f.rel]])
+
+    try:
+        t1 = time.perf_counter()
+        facts, report.cached = extract_many(candidates, FactsCache(cache_root), jobs, progress, on_result=arrived)
+        report.parse_seconds = time.perf_counter() - t1
+        report.parsed = len(candidates) - report.cached
+        _store(kb, source, report, changed, facts, kernels_of, embedding, stamp, files, removed, progress)
+    finally:
+        embedding.close()
+    report.seconds = time.perf_counter() - t0
+    started.state = "complete"
+    started.finished = time.time()
+    started.counts = {"files": report.files, "kernels": report.kernels, "skipped": len(report.skipped)}
+    kb.put_source(started)
+    stamps.record(kb.location, source, report, len(files), walk_skipped)
+    return report
+
+
+def _store(kb: KnowledgeBase, source: Source, report: MineReport, changed: list[SourceFile],
+           facts: dict[str, list[dict] | str], kernels_of: dict[str, list], embedding: Embedding,
+           stamp: dict[str, str], files: list[SourceFile], removed: list[str],
+           progress: Progress | None) -> None:
+    """Write the changed files' kernels, batch by batch, in the order that keeps an
+    interrupted mine resumable (see the module's docstring)."""
+    from skel.store.knowledge import KernelRecord
+
+    name, version = source.name, source.version
     tests = test_map([f for f in files if f.is_test])
     writes: list[tuple[SourceFile, list]] = []
     for f in changed:
         value = facts.get(f.rel, [])
         if isinstance(value, str):
             report.skipped.append(Skipped(f.rel, value))
-            value = []
-        writes.append((f, [(KernelFacts.from_dict(d["facts"]), d["uses"], d["fits"]) for d in value]))
+        writes.append((f, kernels_of.get(f.rel, [])))
 
     if removed:
         kb.delete_kernels({"$and": [{"source": name}, {"file": {"$in": removed}}]})
         kb.forget_files(name, removed)
 
-    if embedder is None and any(kernels for _, kernels in writes):
-        if progress:  # loading a model takes seconds: say so rather than sit still
-            progress(0, 0, "model")
-        from skel.embed import default_embedder
-
-        embedder = default_embedder(bulk=True)
+    if progress and any(kernels for _, kernels in writes):
+        # what the embedding thread has left (the model's load, on a small mine) takes
+        # seconds after the last file is parsed: say so rather than sit still
+        progress(0, 0, "model")
     if progress and writes:
         progress(0, len(writes), "store")
     for i in range(0, len(writes), BATCH):
@@ -469,9 +576,8 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
                     tokens=k.tokens(), text=k.text(),
                 ))
         if records:
-            assert embedder is not None  # loaded above: some file has kernels
-            kb.bind_embedder(embedder.name)
-            vectors = embedder.embed([r.text for r in records])
+            vectors = embedding.get([r.text for r in records])
+            kb.bind_embedder(embedding.embedder.name)
             for r, v in zip(records, vectors):
                 r.embedding = v
         # also files never marked: an interrupted run may have added their kernels already.
@@ -499,13 +605,6 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     for r in mined:
         report.techniques.update(r.techniques)
     kb.recompute_stats()
-    report.seconds = time.perf_counter() - t0
-    started.state = "complete"
-    started.finished = time.time()
-    started.counts = {"files": report.files, "kernels": report.kernels, "skipped": len(report.skipped)}
-    kb.put_source(started)
-    stamps.record(kb.location, source, report, len(files), walk_skipped)
-    return report
 
 
 def claim_name(kb: KnowledgeBase, source: Source, *, replace: bool) -> dict | None:

@@ -527,7 +527,7 @@ def test_each_stage_ends_its_line_so_no_stale_digits_show(monkeypatch):
         progress(min(done, 1077), 1077, f"pkg/file{done}.py")
     progress(1077, 1077, "pkg/last.py")
     progress(0, 0, "model")
-    assert screen.shown[-1] == "loading the embedding model ..."
+    assert screen.shown[-1] == "embedding the kernels ..."
     assert screen.shown[-2].startswith("parsing") and screen.shown[-2].endswith("1077/1077")
     progress(0, 107, "store")
     progress(48, 107, "store")
@@ -535,7 +535,7 @@ def test_each_stage_ends_its_line_so_no_stale_digits_show(monkeypatch):
     progress(96, 107, "store")
     progress(107, 107, "store")
     progress.close()
-    assert [line.split()[0] for line in screen.shown] == ["parsing", "loading", "storing"]
+    assert [line.split()[0] for line in screen.shown] == ["parsing", "embedding", "storing"]
     assert screen.shown[-1].endswith("107/107") and screen.lines[-1] == ""
 
 
@@ -582,5 +582,5 @@ def test_the_progress_seen_on_a_terminal(tmp_path):
     screen = _Screen()
     screen.feed(out.decode())
     shown = screen.shown
-    assert [line.split()[0] for line in shown] == ["parsing", "loading", "storing"], shown
+    assert [line.split()[0] for line in shown] == ["parsing", "embedding", "storing"], shown
     assert shown[0].endswith("30/30") and shown[2].endswith("30/30")
