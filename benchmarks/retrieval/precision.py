@@ -2,6 +2,12 @@
 
     python benchmarks/retrieval/precision.py sample   # rank, sample pairs, write precision_pairs.json
     python benchmarks/retrieval/precision.py report   # precision from the verdicts in precision.json
+    python benchmarks/retrieval/precision.py sample --sample fresh2   # another draw of kernels (its own seed),
+    python benchmarks/retrieval/precision.py report --sample fresh2   #   pairs in precision_pairs_fresh2.json
+
+A sample whose verdicts were read while changing skel is spent: its number says how the
+change did on what it was tuned on. Quote a sample drawn after the change (``--sample``
+names a new draw: the name seeds the choice of kernels).
 
 ``sample`` takes every Triton kernel (device helpers excluded) of the sglang and vLLM wheels
 below, draws KERNELS of them per package with a fixed seed, ranks each with skel against the
@@ -59,17 +65,29 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
     return out
 
 
-def sample(cache: Path) -> int:
+def _paths(name: str) -> tuple[Path, Path, str]:
+    """(pairs file, judge view, seed) of a named sample; "" is the first draw."""
+    if not name:
+        return PAIRS, JUDGE_VIEW, str(SEED)
+    return (HERE / f"precision_pairs_{name}.json", repos.DEFAULT_CACHE / f"precision_pairs_{name}_with_source.json",
+            f"{SEED}:{name}")
+
+
+def sample(cache: Path, name: str = "") -> int:
     from skel.embed import default_embedder
     from skel.retriever.suggest import suggest_for
     from skel.store.knowledge import KnowledgeBase
 
+    pairs_file, judge_view, seed = _paths(name)
     kb = KnowledgeBase.open(str(cache / "store-commits"), create=False)
     embedder = default_embedder()
     pairs = []
     for pkg, version in PACKAGES:
         found = kernels_of(pkg, version, cache)
-        chosen = random.Random(f"{SEED}:{pkg}").sample(found, min(KERNELS, len(found)))
+        if name:  # a later draw never repeats a kernel of the first one
+            first = {p["kernel"] for p in json.loads(PAIRS.read_text())}
+            found = [(path, kf) for path, kf in found if f"{pkg}=={version}:{path}:{kf.name}" not in first]
+        chosen = random.Random(f"{seed}:{pkg}").sample(found, min(KERNELS, len(found)))
         print(f"{pkg} {version}: {len(found)} kernels, {len(chosen)} sampled", flush=True)
         for path, kf in sorted(chosen, key=lambda t: (t[0], t[1].name)):
             res = suggest_for(kf, kb, k=5, embedder=embedder)
@@ -78,17 +96,17 @@ def sample(cache: Path) -> int:
                               "kind": s.kind, "missing": list(s.missing),
                               "why": [str(w) for w in getattr(s, "why", [])][:6],
                               "source": kf.source})
-    JUDGE_VIEW.parent.mkdir(parents=True, exist_ok=True)
-    JUDGE_VIEW.write_text(json.dumps(pairs, indent=1))
-    PAIRS.write_text(json.dumps([{k: v for k, v in p.items() if k not in ("source", "why")} for p in pairs],
-                                indent=1))
-    print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {PAIRS.relative_to(ROOT)} "
-          f"(with sources, to judge: {JUDGE_VIEW})")
+    judge_view.parent.mkdir(parents=True, exist_ok=True)
+    judge_view.write_text(json.dumps(pairs, indent=1))
+    pairs_file.write_text(json.dumps([{k: v for k, v in p.items() if k not in ("source", "why")} for p in pairs],
+                                     indent=1))
+    print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {pairs_file.relative_to(ROOT)} "
+          f"(with sources, to judge: {judge_view})")
     return 0
 
 
-def report() -> int:
-    pairs = json.loads(PAIRS.read_text())
+def report(name: str = "") -> int:
+    pairs = json.loads(_paths(name)[0].read_text())
     verdicts = {(v["kernel"], v["skeleton"]): v for v in json.loads(VERDICTS.read_text())["verdicts"]} \
         if VERDICTS.is_file() else {}
     got = [verdicts.get((p["kernel"], p["skeleton"]), {}).get("verdict") for p in pairs]
@@ -112,5 +130,10 @@ def report() -> int:
 
 
 if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else "report"
-    sys.exit(sample(repos.DEFAULT_CACHE) if cmd == "sample" else report())
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", nargs="?", choices=["sample", "report"], default="report")
+    ap.add_argument("--sample", default="", help="a named draw of kernels (default: the first one)")
+    args = ap.parse_args()
+    sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample))

@@ -22,7 +22,10 @@ their kernels this way (see References).
   its bounds use a tile parameter (directly or through a local such as a grid-stride
   `step = tl.num_programs(0) * BLOCK`), or when it streams rows over a dimension the
   grid tiles (`pid * BLOCK_N + tl.arange(0, BLOCK_N)`, a column-tiled norm backward):
-  either way any tile size covers the range;
+  either way any tile size covers the range. The loop must load tiles (an address built
+  from a `tl.arange` vector, a block pointer, a descriptor): a loop with a literal trip
+  count (`range(4)`), a scan, a binary search or a prefix sum of scalar loads is
+  bookkeeping no tile size changes;
 - its launch shapes repeat (training steps, fixed model dims), so tuning is paid once.
 
 ## Does not apply when
@@ -51,8 +54,10 @@ from __future__ import annotations
 
 import re
 
+from skel.kernels.flow import flow_of
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines, soft
+from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr
 from skel.skeletons.predicates.autotune import AUTOTUNED, autotune_multi_config, autotune_text
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
@@ -85,11 +90,17 @@ def _tile_loop(k):
     grid_tiles = grid_tiled_params(k) & tiles
     # the bounds may name the tile through a local (`step = num_programs * BLOCK`)
     bound_names = _names_through_assigns(k)
+    loads = _tile_load_lines(k)
     out = []
     for lp in k.loops:
         if lp.kind not in ("range", "tl.range"):
             continue
-        if not any(c.name == "tl.load" and lp.line <= c.line <= lp.end_line for c in k.calls):
+        # a literal trip count (`range(4)`) is the algorithm's, not a tile size's
+        if lp.args and all(_LITERAL_INT.fullmatch(a.strip()) for a in lp.args):
+            continue
+        # the body must load tiles: a scan, a binary search or a prefix sum of scalar
+        # loads (`tl.load(lens + i)`) is bookkeeping, and no tile size changes its cost
+        if not any(lp.line <= line <= lp.end_line for line in loads):
             continue
         names = set(IDENT.findall(" ".join(lp.args)))
         for n in list(names):
@@ -98,6 +109,19 @@ def _tile_loop(k):
         # frees the tile size just as well: any BLOCK_N covers the dimension
         if names & tiles or grid_tiles:
             out.append(lp.line)
+    return out
+
+
+def _tile_load_lines(k) -> set[int]:
+    """Lines of loads that read a tile: an address built from a `tl.arange` vector, a
+    block pointer, or a tensor descriptor's `.load`."""
+    fl = flow_of(k)
+    out = set()
+    for c in fl.loads():
+        addr = c.arg(0, "pointer")
+        if addr is not None and (is_vector_expr(fl, addr) or is_block_ptr_address(fl, addr)):
+            out.add(c.line)
+    out |= {c.line for c in k.calls if c.name.endswith(".load") and c.name != "tl.load"}
     return out
 
 

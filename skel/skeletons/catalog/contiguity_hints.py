@@ -19,7 +19,9 @@ memory-bound kernels.
 The address of a `tl.load`/`tl.store` (or a `tl.atomic_*`: scatter-adds in embedding and
 MoE backward kernels) depends on one of:
 - a vector of indices loaded from memory (gathers through `sorted_token_ids`, slot maps,
-  embedding indices) — hint the contiguous inner dimension and the row-start alignment;
+  embedding indices) selecting rows that are read along a contiguous inner vector
+  (`rows[:, None] * stride + cols[None, :]`) — hint the inner dimension and the
+  row-start alignment;
 - an offset vector wrapped or split with `%` / `//` (the `offs % M` trick of the Triton
   matmul tutorial, flattened `idx // inner` loops);
 - a pointer chosen per element with `tl.where` (selecting between source tensors).
@@ -35,7 +37,10 @@ MoE backward kernels) depends on one of:
   GEMM faulted with a misaligned address on an H200 (Triton 3.6), since the vectors
   after the wrap start at unaligned columns;
 - scalar `//` / `%` on program ids (`i_b, i_h = i_bh // H, i_bh % H`) — that does not
-  touch the vector offsets.
+  touch the vector offsets;
+- a 1-D gather (`tl.load(table + idx)`, one random element per lane: binary-search
+  probes, routing tables, compaction scatters): there is no contiguous run to restore,
+  and a hint would be false.
 
 ## References
 - Triton tutorials `python/tutorials/03-matrix-multiplication.py` (`matmul_kernel`: `% M` then `tl.max_contiguous(tl.multiple_of(...))`)
@@ -46,7 +51,8 @@ MoE backward kernels) depends on one of:
 
 from __future__ import annotations
 
-from skel.kernels.flow import args_of, binary, call_name, calls_in, flow_of, names_in, operands, walk
+from skel.kernels.flow import (args_of, binary, broadcast_axes, call_name, calls_in, flow_of, names_in, operands,
+                               walk)
 from skel.skeletons.predicates.addresses import gathered_address, is_vector_expr
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
@@ -96,9 +102,18 @@ def _addresses(k, test):
 HINTS_USED = calls("tl.multiple_of", "tl.max_contiguous", "tl.max_constancy", "tl.assume",
                    name="contiguity-hint",
                    describe="`tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy` / `tl.assume`")
+def _gathered_rows(fl, addr, exprs) -> bool:
+    """Rows gathered through loaded indices and read along a contiguous inner vector
+    (`table + rows[:, None] * stride + cols[None, :]`): the runs a hint can restore. A
+    1-D gather (`table + idx`) reads one random element per lane: no run to hint."""
+    return bool(gathered_address(fl, addr)) and broadcast_axes(exprs) == {"col", "row"}
+
+
 GATHERED_ADDRESS = custom(
-    "address-from-loaded-indices", "a load/store/atomic address built from an index vector loaded from memory",
-    lambda k: _addresses(k, lambda fl, addr, exprs, cx: bool(gathered_address(fl, addr))))
+    "address-from-loaded-indices",
+    "a load/store/atomic address of rows gathered through an index vector loaded from memory, read along a "
+    "contiguous inner vector",
+    lambda k: _addresses(k, lambda fl, addr, exprs, cx: _gathered_rows(fl, addr, exprs)))
 WRAPPED_OFFSETS = custom(
     "address-from-runtime-mod-div",
     "a load/store address from offsets wrapped with `% n` or split with `// n` (runtime n)",

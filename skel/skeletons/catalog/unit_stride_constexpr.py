@@ -12,19 +12,25 @@ is dropped, and the host makes inputs contiguous (`.contiguous()`, FLA's `input_
 Vector loads need the compiler to know that consecutive lanes read consecutive addresses.
 With `cols * stride_xd` and a runtime stride, that is unknowable, so each element is a
 separate 2- or 4-byte load (no 128-bit `LDG.128`, 4-8x more load instructions, and no
-TMA for a block pointer). Triton hides this in the common case by specialising integer
-arguments equal to 1 at launch, but not for arguments in `do_not_specialize` (serving
-code marks strides so to avoid recompiles), not when the launcher passes a stride that
-is 1 only for contiguous inputs and the first call is not, and not on interpreters or
-backends that do not specialise. A literal 1 makes vectorisation unconditional, removes
-one argument per tensor, and lets the same addresses feed `tl.make_tensor_descriptor`,
-which requires a compile-time unit last stride.
+TMA for a block pointer). Triton hides this by itself in the common case: an integer
+argument equal to 1 is specialised to the constant 1 at launch (each new value of
+`x == 1` is its own compiled variant), so a contiguous input already gets the vector
+loads. It does not for an argument listed in `do_not_specialize`, which serving code
+sets on strides and lengths to avoid recompiles. There the compiler never learns the
+stride is 1: a literal 1 (or a constexpr) makes vectorisation unconditional, removes one
+argument per tensor, and lets the same addresses feed `tl.make_tensor_descriptor`,
+which requires a compile-time unit last stride. The gain is not assured even then:
+on an H200 (Triton 3.6) the runnable example, whose "before" lists its strides in
+`do_not_specialize`, measured 0.99x (no effect) on a memory-bound row scaling
+(`benchmarks/results/gpu-2026-12-01-new2/`).
 
 ## Applies when
 - a runtime (non-constexpr) stride argument is the innermost stride of its tensor: the
   last of that tensor's strides in the signature (`stride_xd` after `stride_xt`), or the
   fastest-varying stride of a `tl.make_block_ptr` (the one `order[0]` names);
-- it multiplies an index in an address or sits in a block pointer's strides.
+- it multiplies an index in an address or sits in a block pointer's strides;
+- and it is listed in `@triton.jit(do_not_specialize=[...])` (by name or position), so
+  Triton's specialisation of arguments equal to 1 never sees it.
 
 ## Does not apply when
 - the kernel must accept non-contiguous last dimensions (a transposed view, a strided
@@ -33,7 +39,11 @@ which requires a compile-time unit last stride.
 - the innermost stride is already the literal 1 (`(H*K, 1)`), a constexpr, or absent
   (`x + row * stride + cols`): nothing is left to specialise;
 - the runtime stride is an outer one (time, head, batch): only the contiguous dimension
-  vectorises.
+  vectorises;
+- the stride is an ordinary argument (not in `do_not_specialize`): Triton already
+  compiles a contiguous call with the stride as the constant 1, and the change gains
+  nothing (the precision check on sglang and vLLM kernels judged all six such
+  suggestions wrong).
 
 ## References
 - flash-linear-attention `fla/ops/gla/chunk.py` (`chunk_gla_fwd_A_kernel_intra_sub_inter`: the block pointers' — at `49b00f0a94`, before 2025-07-01
@@ -182,6 +192,33 @@ def _implicit_unit_stride(k) -> list[int]:
     return lines
 
 
+def _unspecialized(k) -> set[str]:
+    """Parameters kept out of Triton's value specialisation: `do_not_specialize` of
+    `@triton.jit`, by name (`["stride_xn"]`) or by position (`[4]`)."""
+    d = k.decorator("triton.jit")
+    text = d.kwargs.get("do_not_specialize", "") if d is not None else ""
+    names = set(re.findall(r"[\"'](\w+)[\"']", text))
+    for idx in re.findall(r"(?<![\w.\"'])(\d+)(?![\w.\"'])", text):
+        if int(idx) < len(k.params):
+            names.add(k.params[int(idx)].name)
+    return names
+
+
+def _unspecialized_inner_stride(k) -> list[int]:
+    """``_runtime_inner_stride`` for the strides listed in `do_not_specialize` only."""
+    kept_out = _unspecialized(k)
+    if not kept_out:
+        return []
+    lines = []
+    for c in k.calls_named("tl.make_block_ptr"):
+        if _block_ptr_inner(c) in kept_out:
+            lines.append(c.line)
+    for name in _innermost_strides(k, constexpr=False):
+        if name in kept_out:
+            lines += _uses(k, name)
+    return lines
+
+
 RUNTIME_INNER_STRIDE = custom(
     "runtime-inner-stride",
     "a runtime innermost stride in an address (`cols * stride_xd`, block-pointer strides `(s_t, s_d)`)",
@@ -191,6 +228,10 @@ UNIT_INNER_STRIDE = custom(
     "a compile-time unit innermost stride (block-pointer/descriptor strides ending in `1`, a constexpr stride, "
     "or a bare column index next to a runtime row stride)",
     _unit_inner_stride)
+UNSPECIALIZED_INNER_STRIDE = custom(
+    "unspecialized-inner-stride",
+    "a runtime innermost stride listed in `do_not_specialize` (Triton specialises any other stride equal to 1)",
+    _unspecialized_inner_stride)
 
 SKELETON = Skeleton(
     id="unit-stride-constexpr",
@@ -199,7 +240,7 @@ SKELETON = Skeleton(
     category=Category.MEMORY,
     doc=__doc__,
     present=UNIT_INNER_STRIDE & ~RUNTIME_INNER_STRIDE,
-    preconditions=[RUNTIME_INNER_STRIDE],
+    preconditions=[UNSPECIALIZED_INNER_STRIDE],
     env=Env(),
     helps=("memory",),
 )
