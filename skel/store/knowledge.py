@@ -418,7 +418,7 @@ class KnowledgeBase:
             for j, i in enumerate(todo):
                 recs = [KernelRecord.from_chroma(a, m, d, dist) for a, m, d, dist in
                         zip(res["ids"][j], res["metadatas"][j], res["documents"][j], res["distances"][j])]
-                recs = sorted(recs, key=lambda r: (r.distance, r.id))[:n]
+                recs = sorted(recs, key=lambda r: (round(r.distance or 0.0, snapshot.TIE_DIGITS), r.id))[:n]
                 self._kept.cache[key(embeddings[i])] = out[i] = recs
         return [out[i] for i in range(len(embeddings))]
 

@@ -31,6 +31,10 @@ from skel.store.evidence import Verification, merge_evidence, shipped_verificati
 FOLDER = "skel-read"
 GENERATION = "generation"
 FORMAT = 1
+# Nearest neighbours are cut at n by (distance, id) here and in KnowledgeBase.similar_many;
+# distances equal to this many decimals are a tie: the index and this snapshot compute the
+# same cosine in float32 in different orders, a few units in the 7th decimal apart
+TIE_DIGITS = 5
 
 
 def _folder(location: str) -> Path:
@@ -219,7 +223,7 @@ class SnapshotKB:
         out = []
         for row in dist:
             # by distance, then id, as KnowledgeBase.similar_many cuts ties
-            top = np.lexsort((self._id_rank, row))[:min(n, len(self._ids))]
+            top = np.lexsort((self._id_rank, np.round(row, TIE_DIGITS)))[:min(n, len(self._ids))]
             out.append([self._record(int(i), float(row[i])) for i in top])
         return out
 
