@@ -243,13 +243,14 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
 
     from skel.miner.mine import Embedding
 
-    gate = threading.Event()
+    gate, running = threading.Event(), threading.Event()
 
     class Twin:
         name = hash_embedder.name
         seen: list[str] = []
 
         def embed(self, texts):
+            running.set()
             gate.wait(5)  # holds the thread, so later batches queue behind this one
             Twin.seen += texts
             return hash_embedder.embed(texts)
@@ -269,6 +270,7 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
     try:
         emb.submit(["a b", "c d"])
         emb.submit(["e f", "a b"])  # queued behind the first; "a b" only once
+        assert running.wait(5), "the thread took the first batch"
         threading.Timer(0.2, gate.set).start()
         texts = ["c d", "e f", "never submitted", "a b", "c d"]
         got = emb.get(texts)

@@ -102,6 +102,8 @@ def _addresses(k, test):
 HINTS_USED = calls("tl.multiple_of", "tl.max_contiguous", "tl.max_constancy", "tl.assume",
                    name="contiguity-hint",
                    describe="`tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy` / `tl.assume`")
+
+
 def _gathered_rows(fl, addr, exprs) -> bool:
     """Rows gathered through loaded indices and read along a contiguous inner vector
     (`table + rows[:, None] * stride + cols[None, :]`): the runs a hint can restore. A
