@@ -390,10 +390,11 @@ class OnnxMiniLM:
     def sharing_cores(self) -> OnnxMiniLM:
         """The same model on one thread that never spins idle, for embedding beside other
         CPU-bound work (a mine's parser processes): on a 2-core machine a cold mine of
-        fla-core + liger-kernel embedding this way during the parse took 54.9 s, against
-        59.0 s embedding after it (medians of 3, `benchmarks/extraction_before_after.py
-        --stages parse,mine`, `benchmarks/results/mine-overlap-2026-12-02.txt`). The
-        vectors are the same (tests/test_embed.py)."""
+        fla-core + liger-kernel embedding this way during the parse took 54.9 s and 56.0 s
+        in two runs, against 59.0 s and 64.1 s embedding after it (medians of 3,
+        `benchmarks/extraction_before_after.py --stages parse,mine`,
+        `benchmarks/results/mine-overlap-2026-12-02.txt`). The vectors are the same
+        (tests/test_embed.py)."""
         return OnnxMiniLM(self._path, self.batch_size, threads=1)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
