@@ -8,7 +8,10 @@ Checks out ``--base`` into a temporary git worktree and times, for each of the t
 trees, stages over the kernel-bearing files of fla-core and liger-kernel (installed): the
 libcst parse floor, fact extraction, extraction + tagging against the catalog (what a mine
 worker does per file), and ``mine``: a cold mine of both packages (2 parser processes,
-embeddings, store writes) into a fresh store with an empty facts cache. Every measurement
+embeddings, store writes) into a fresh store with an empty facts cache; ``mine-no-model``
+is the same mine with hashed vectors instead of the model's (what a mine costs beside its
+forward passes). Beside each wall time, the CPU seconds of every process of the stage (the
+parser workers included) show where the cores' time goes. Every measurement
 runs in a fresh interpreter, and the two trees alternate stage by stage, repeat by repeat,
 so both see the same machine state. Prints medians with min–max and each stage's ratio to
 its own tree's parse floor. The mines embed with the ONNX export of the shipped model when
@@ -29,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Runs inside the code tree under test. Older trees kept the extractor in skel.miner.facts.
 CHILD = r'''
-import importlib.util, sys, time
+import importlib.util, resource, sys, time
 from pathlib import Path
 import libcst
 try:
@@ -48,19 +51,26 @@ for name in ("fla", "liger_kernel"):
 stage = sys.argv[1]
 if stage == "tag":
     all_skeletons()  # the catalog's import is not part of the stage
-if stage == "mine":
+def cpu():  # seconds of CPU, this process and its finished children (the parser workers)
+    return sum(x for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for x in resource.getrusage(who)[:2])
+if stage in ("mine", "mine-no-model"):
     import tempfile
     from skel.miner.mine import mine
     from skel.miner.sources import PackageSource
     from skel.store.knowledge import KnowledgeBase
+    embedder = None
+    if stage == "mine-no-model":  # what a mine costs beside the model: hashed vectors, no forward pass
+        from skel.embed import HashEmbedder
+        embedder = HashEmbedder()
     work = Path(tempfile.mkdtemp(prefix="skel-mine-"))
     kb = KnowledgeBase.open(str(work / "store"))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu()
     for name in ("fla", "liger_kernel"):
-        mine(PackageSource(name), kb, jobs=2, cache_root=work / "cache")
-    print(time.perf_counter() - t0)
+        mine(PackageSource(name), kb, jobs=2, cache_root=work / "cache", embedder=embedder)
+    print(time.perf_counter() - t0, cpu() - c0)
     sys.exit(0)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), cpu()
 for rel, text in files:
     if stage == "parse":
         libcst.parse_module(text)
@@ -69,17 +79,19 @@ for rel, text in files:
     else:
         for k in extract_file(text, rel):
             tag(k)
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t0, cpu() - c0)
 '''
 
-STAGES = ("parse", "extract", "tag", "mine")
+STAGES = ("parse", "extract", "tag", "mine", "mine-no-model")
 
 
-def run(tree: Path, stage: str, home: Path) -> float:
+def run(tree: Path, stage: str, home: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of every process) of one stage in a fresh interpreter."""
     env = dict(os.environ, PYTHONPATH=str(tree), SKEL_HOME=str(home))
     out = subprocess.run([sys.executable, "-c", CHILD, stage], check=True, capture_output=True, text=True,
                          env=env, cwd=tempfile.gettempdir())
-    return float(out.stdout.split()[-1])
+    wall, cpu = out.stdout.split()[-2:]
+    return float(wall), float(cpu)
 
 
 def _share_export(home: Path) -> str:
@@ -121,10 +133,13 @@ def main() -> None:
         try:
             trees = {f"base {sha}": base, "this checkout": ROOT}
             times: dict[tuple[str, str], list[float]] = {}
+            cpus: dict[tuple[str, str], list[float]] = {}
             for _ in range(args.repeat):
                 for stage in stages:
                     for label, tree in trees.items():
-                        times.setdefault((label, stage), []).append(run(tree, stage, home))
+                        wall, cpu = run(tree, stage, home)
+                        times.setdefault((label, stage), []).append(wall)
+                        cpus.setdefault((label, stage), []).append(cpu)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
     sys.path.insert(0, str(ROOT))
@@ -136,11 +151,13 @@ def main() -> None:
         for stage in stages:
             xs = times[(label, stage)]
             m = statistics.median(xs)
-            rows.append([label, stage, f"{m:.2f}s ({min(xs):.2f}–{max(xs):.2f})", f"{m / floor:.2f}x"])
+            c = statistics.median(cpus[(label, stage)])
+            rows.append([label, stage, f"{m:.2f}s ({min(xs):.2f}–{max(xs):.2f})", f"{m / floor:.2f}x",
+                         f"{c:.1f}s", f"{c / floor:.2f}x"])
     load = os.getloadavg()
     print(f"fla + liger_kernel kernel-bearing files; repeat {args.repeat}; fresh interpreter per measurement; "
           f"cpus {os.cpu_count()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(table(["code", "stage", "median (min–max)", "vs its parse"], rows))
+    print(table(["code", "stage", "median (min–max)", "vs its parse", "CPU, all processes", "CPU vs parse"], rows))
 
 
 if __name__ == "__main__":

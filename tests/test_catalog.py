@@ -57,6 +57,23 @@ def test_fixture_expectation(exp):
         assert a.present is not None, "technique not detected as present"
 
 
+@pytest.mark.parametrize("sk", SKELETONS, ids=lambda s: s.id)
+def test_detect_agrees_with_assess_on_every_fixture_kernel(sk):
+    """The miner's short-circuiting ``detect`` records what the full grading would: the
+    same hits when the technique is present, the same verdict on whether it applies. Every
+    fixture kernel of every skeleton, so each skeleton is tried on its neighbours' kernels,
+    matches and near misses alike."""
+    checked = 0
+    for by_name in KERNELS.values():
+        for k in by_name.values():
+            a = sk.assess(k)
+            present, applies = sk.detect(k)
+            assert present == a.present, (k.name, present, a.present)
+            assert applies == a.applies, (k.name, applies, a.failed, a.env_ok)
+            checked += 1
+    assert checked > 100
+
+
 @pytest.mark.parametrize("sk", [s for s in SKELETONS if s.refine], ids=lambda s: s.id)
 def test_every_refine_skeleton_has_fixtures_both_ways(sk):
     kinds = {e.kind for e in EXPECTATIONS if e.skeleton_id == sk.id}

@@ -273,6 +273,7 @@ class Flow:
         self.calls: list[CallInfo] = []
         self.loops: list[LoopInfo] = []
         self.memo: dict[str, object] = {}  # views derived by shared predicates, computed once
+        self._closures: dict[tuple, tuple] = {}  # see `closure`
         self.ok = syntax is not None
         if syntax is None:
             return
@@ -403,7 +404,19 @@ class Flow:
                 follow_aug: bool = True) -> tuple[set[str], list[Node]]:
         """Names ``expr`` reads, transitively through their definitions, and every
         expression met on the way (``expr`` first). ``within``: follow only definitions
-        inside that loop (what is recomputed each iteration)."""
+        inside that loop (what is recomputed each iteration).
+
+        Many conditions ask for the closure of the same address or mask: each answer is
+        kept (with the nodes it was asked of, so their ids stay theirs) and handed out as
+        fresh copies, which callers may change."""
+        key = (id(expr), id(within), hops, follow_aug)
+        kept = self._closures.get(key)
+        if kept is None:
+            kept = self._closures[key] = (expr, within, *self._closure(expr, within, hops, follow_aug))
+        return set(kept[2]), list(kept[3])
+
+    def _closure(self, expr: Node, within: LoopInfo | None, hops: int,
+                 follow_aug: bool) -> tuple[set[str], list[Node]]:
         seen: set[str] = set()
         exprs: list[Node] = [expr]
         frontier = names_in(expr)

@@ -414,11 +414,11 @@ def tag_lines(kernel: KernelFacts) -> tuple[list[str], list[str], dict[str, list
 
     uses, fits, lines = [], [], {}
     for s in all_skeletons():
-        a = s.assess(kernel)
-        if a.present is not None:
+        present, applies = s.detect(kernel)
+        if present is not None:
             uses.append(s.id)
-            lines[s.id] = sorted({n for h in a.present for n in h.lines})
-        elif a.applies and s.ruled_out(kernel) is None:  # as `skel suggest` would drop it
+            lines[s.id] = sorted({n for h in present for n in h.lines})
+        elif applies and s.ruled_out(kernel) is None:  # as `skel suggest` would drop it
             fits.append(s.id)
     return uses, fits, lines
 

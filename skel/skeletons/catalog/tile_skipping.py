@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import re
 
+from skel.kernels.flow import flow_of
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_calls, assign_targets, custom, param, split_top
 from skel.skeletons.predicates.names import IDENT
@@ -110,8 +111,18 @@ def _is_pointer(name: str) -> bool:
     return name.endswith("ptr") or name.lower() in ("q", "k", "v", "o", "g", "x", "y")
 
 
-def _substituted(k, text: str, depth: int = 3) -> str:
-    """``text`` with names assigned once outside loops replaced by their value (a few levels)."""
+def _once(k, key: str, compute):
+    """``compute(k)``, once per kernel: three conditions of this skeleton ask for the same
+    views, and every kernel is graded against them (kept with the kernel's data-flow view)."""
+    memo = flow_of(k).memo
+    key = "tile-skipping:" + key
+    if key not in memo:
+        memo[key] = compute(k)
+    return memo[key]
+
+
+def _single_defs(k) -> dict[str, list[str]]:
+    """Each name assigned outside loops -> the values assigned to it ("" for one read from memory)."""
     defs: dict[str, list[str]] = {}
     for a in k.assigns:
         tg = assign_targets(a)
@@ -120,17 +131,26 @@ def _substituted(k, text: str, depth: int = 3) -> str:
             for t, v in zip(tg, vals):
                 # a value read from memory is never substituted (it hides nothing about the tile)
                 defs.setdefault(t, []).append("" if "tl.load" in v or "program_id" in v else v.strip())
+    return defs
+
+
+def _substitutions(k, text: str, depth: int = 3) -> list[str]:
+    """``text``, then ``text`` with names assigned once outside loops replaced by their
+    value, level by level (up to ``depth`` levels, fewer when nothing changes)."""
+    defs = _once(k, "defs", _single_defs)
+    out = [text]
     for _ in range(depth):
         new = IDENT.sub(lambda m: "(" + defs[m.group(0)][0] + ")"
-                      if len(defs.get(m.group(0), ())) == 1 and defs[m.group(0)][0] else m.group(0), text)
+                        if len(defs.get(m.group(0), ())) == 1 and defs[m.group(0)][0] else m.group(0), text)
         if new == text:
             break
         text = new
-    return text
+        out.append(text)
+    return out
 
 
 def _bound_by_tile(k, arg: str, tiles: set[str]) -> bool:
-    return any(_tile_scaled(_substituted(k, arg, depth), tiles) for depth in range(4))
+    return any(_tile_scaled(text, tiles) for text in _substitutions(k, arg))
 
 
 def _tile_scaled(text: str, tiles: set[str]) -> bool:
@@ -168,7 +188,7 @@ def _any_triangular(k) -> bool:
 
 def _bounded_loops(k) -> list[int]:
     """Loops whose range is bounded by the query tile (with a triangular mask in the kernel)."""
-    tiles = _tile_names(k)
+    tiles = _once(k, "tiles", _tile_names)
     if not tiles or not _any_triangular(k):
         return []
     return [lp.line for lp in k.loops
@@ -178,7 +198,7 @@ def _bounded_loops(k) -> list[int]:
 def _skipped_blocks(k) -> list[int]:
     """An `if` inside a loop comparing the block position with the tile (skip the block), or a
     loop over loaded block indices (`i_s = tl.load(block_indices + i) * BS`)."""
-    tiles = _tile_names(k)
+    tiles = _once(k, "tiles", _tile_names)
     lines = []
     for f in k.ifs:
         if not (f.get("loop_depth", 0) and re.search(r"<=|>=|<|>", f["test"])) or "tl.load" in f["test"]:
@@ -220,18 +240,17 @@ def _sparse_bounds(k, lp) -> bool:
 def _full_range_causal(k) -> list[int]:
     """A loop over all key blocks (bounds independent of the tile) applying a mask that compares
     a query-side offset (loop-invariant) with a key-side offset (loop-variant)."""
-    tiles = _tile_names(k)
     lines = []
     for lp in k.loops:
         if lp.kind in ("while", "tl.static_range"):
             continue
-        if any(_bound_by_tile(k, a, tiles) for a in lp.args) or _sparse_bounds(k, lp):
-            continue
-        variant = set(lp.assigned) | set(lp.targets)
         has_where = any(c.name == "tl.where" and lp.line <= c.line <= lp.end_line for c in k.calls)
         has_score = any(c.name in ("tl.dot", "tl.sum") and lp.line <= c.line <= lp.end_line for c in k.calls)
-        if not (has_where and has_score):
+        if not (has_where and has_score):  # the cheap test first
             continue
+        if any(_bound_by_tile(k, a, _once(k, "tiles", _tile_names)) for a in lp.args) or _sparse_bounds(k, lp):
+            continue
+        variant = set(lp.assigned) | set(lp.targets)
         for line, a, b in _causal_compares(k, lp):
             if (a in variant) != (b in variant):
                 lines.append(line)
