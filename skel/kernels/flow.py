@@ -15,7 +15,8 @@ from typing import Any
 
 import libcst as cst
 
-from skel.kernels.tree import call_args, children, dotted, keyword_arg, walk
+from skel.kernels import tree
+from skel.kernels.tree import call_args, children, dotted, keyword_arg
 
 _NOT_VARS = {"tl", "triton", "None", "True", "False"}
 _AUG_OPS = {cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=", cst.DivideAssign: "/=",
@@ -73,6 +74,16 @@ def _names_in(expr: Node) -> frozenset[str]:
         else:
             stack.extend(children(n))
     return frozenset(out)
+
+
+def walk(expr: Node) -> tuple[Node, ...]:
+    """``expr`` and every node below it, in source order (kept per node, as above: the
+    conditions walk the same addresses, masks and their definitions again and again)."""
+    return _memo("nodes", expr, _nodes)
+
+
+def _nodes(expr: Node) -> tuple[Node, ...]:
+    return tuple(tree.walk(expr))
 
 
 def calls_in(expr: Node) -> list[cst.Call]:
