@@ -109,17 +109,45 @@ def online_softmax_logsumexp_running_max_rescale(x_ptr, lse_ptr, row_stride, n_c
 '''
 
 
+AUTOTUNED_NAMED_FOR_RESTORE = '''
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=8)],
+                 key=["n"])
+@triton.jit
+def scale_rows_restore_value_reset_to_zero(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # autotuned (a foothold of autotune-restore-reset) and named for it, but it writes a
+    # fresh output: no in-place update or atomic for a trial to repeat
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+'''
+
+
 def test_related_candidates_sit_below_structural_ones_and_say_so(tmp_path):
-    k = write(tmp_path / "k.py", BIG_NAMES_NO_STRUCTURE)
+    k = write(tmp_path / "k.py", AUTOTUNED_NAMED_FOR_RESTORE)
     (res,) = suggest(k, None, k=50)
     related = [s for s in res.suggestions if s.kind == "related"]
-    assert related, [(s.id, s.kind, s.lexical_score) for s in res.suggestions]
-    assert "online-softmax" in [s.id for s in related]
+    assert [s.id for s in related] == ["autotune-restore-reset"], \
+        [(s.id, s.kind, s.lexical_score) for s in res.suggestions]
     assert _tiers_in_order(res)
     for s in related:
         assert s.label == "related (no structural match)" and s.missing
         assert registry.get(s.id).assess(expectations.kernels_by_name(k)[res.kernel]).kind is None
+        assert any("line 5" in w for w in s.why), s.why  # the condition that holds, at its line
     assert "RELATED (NO STRUCTURAL MATCH)" in render.text([res], show_template=False)
+
+
+def test_words_alone_make_no_related_candidate(tmp_path):
+    """Every word of this kernel is online softmax's, and none of its conditions holds on a
+    line of the kernel (no max pass and exp pass to merge): shared vocabulary, no suggestion."""
+    k = write(tmp_path / "k.py", BIG_NAMES_NO_STRUCTURE)
+    (res,) = suggest(k, None, k=50)
+    assert not [s for s in res.suggestions if s.kind == "related"], \
+        [(s.id, s.kind, s.lexical_score) for s in res.suggestions]
+    assert "online-softmax" not in [s.id for s in res.suggestions]
 
 
 def test_related_never_overrides_what_rules_a_technique_out(tmp_path):

@@ -11,7 +11,8 @@
    - ``near-miss``: absent, and exactly one *soft* precondition (a literal detail: a loop,
                     a `tl.dot`, a runtime-length bound) fails; named as missing;
    - ``related``:   no structural match, but the kernel's words are close to the
-                    technique's (the lexical channel below), at most ``RELATED_MAX`` of
+                    technique's (the lexical channel below) and at least one of its
+                    conditions holds on a line of the kernel; at most ``RELATED_MAX`` of
                     them, labelled "related (no structural match)".
 
    Hard conditions still exclude in every tier: an environment the technique cannot run
@@ -353,11 +354,13 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     structural = [a for a in assessments if a.kind is not None]
     # words relate a Triton kernel to a technique (the lexical corpus is the catalog's Triton
     # docs and mined kernels); a C++ unit against a dozen CUDA skeletons always finds a
-    # "best" word match, so its answers are structural only
+    # "best" word match, so its answers are structural only. Words alone are not enough:
+    # like a near miss, a related technique needs one of its conditions to point at a line
+    # of the kernel (`_foothold`).
     related = sorted((a for a in assessments if kf.language == "triton" and a.kind is None and a.env_ok
                       and a.present is None
                       and not a.ruled_out and lexical_top >= RELATED_FLOOR
-                      and lexical.get(a.skeleton.id, 0.0) >= RELATED_MIN),
+                      and lexical.get(a.skeleton.id, 0.0) >= RELATED_MIN and _foothold(a)),
                      key=lambda a: (-lexical.get(a.skeleton.id, 0.0), a.skeleton.id))[:RELATED_MAX]
     # the authors' own warnings drop a technique in every tier (match, refine, near miss, related)
     candidates, dropped = _ruled_out_by_authors(structural + related, kf)
@@ -449,6 +452,16 @@ def _ruled_out(skeleton, kf: KernelFacts):
     if key not in kept:
         kept[key] = skeleton.ruled_out(kf)
     return kept[key]
+
+
+def _foothold(a) -> bool:
+    """Does one of the skeleton's conditions hold *on a line of this kernel*? A related
+    candidate with none is only shared vocabulary: on the first precision sample (sglang
+    and vLLM kernels, `benchmarks/retrieval/precision.json`) all 19 related pairs were judged
+    wrong, 17 of them without any such line (flash decoding for a padding copy, key
+    bucketing for a kernel that is not autotuned); on the commit benchmark's dev split, 1 of
+    its 3 related hits had none."""
+    return any(h.lines for h in a.matched)
 
 
 def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list[dict]]:
