@@ -454,14 +454,19 @@ def _ruled_out(skeleton, kf: KernelFacts):
     return kept[key]
 
 
+#: conditions every launched kernel meets: they point at a line but say nothing about a technique
+GENERIC_CONDITIONS = frozenset({"kernel-entry"})
+
+
 def _foothold(a) -> bool:
-    """Does one of the skeleton's conditions hold *on a line of this kernel*? A related
-    candidate with none is only shared vocabulary: on the first precision sample (sglang
-    and vLLM kernels, `benchmarks/retrieval/precision.json`) all 19 related pairs were judged
-    wrong, 17 of them without any such line (flash decoding for a padding copy, key
-    bucketing for a kernel that is not autotuned); on the commit benchmark's dev split, 1 of
-    its 3 related hits had none."""
-    return any(h.lines for h in a.matched)
+    """Does one of the skeleton's own conditions hold *on a line of this kernel*? "A
+    launched kernel (reads `tl.program_id`)" holds for every kernel, so it does not count.
+    A related candidate with no foothold is only shared vocabulary: on the first precision
+    sample (sglang and vLLM kernels, `benchmarks/retrieval/precision.json`) all 19 related
+    pairs were judged wrong, and none had a foothold (17 held no condition on any line, 2
+    only `kernel-entry`): flash decoding for a padding copy, key bucketing for a kernel that
+    is not autotuned."""
+    return any(h.lines and h.condition not in GENERIC_CONDITIONS for h in a.matched)
 
 
 def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list[dict]]:
