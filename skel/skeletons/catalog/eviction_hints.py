@@ -20,12 +20,18 @@ are neutral.
 ## Applies when
 - there is no `tl.dot` (GEMM/attention tiles are re-read by other programs, where
   evict_first would hurt), and either
-- a loop streams through memory: a vector load whose address advances every iteration
-  (recurrent time steps, vocab blocks, column blocks), or
-- every program loads the same small vector (its address does not depend on
-  `tl.program_id`), next to per-row data that does — the weight of a row-wise norm.
+- a loop over a runtime length (`range(0, n_cols, BLOCK)`, not a constexpr count) streams
+  a row that a later loop reads again (a two-pass max/sum-then-normalize kernel), or
+- every program loads the same vector (its address does not depend on `tl.program_id`),
+  next to per-row data that does, and that vector's length is a runtime size: its mask
+  bounds the `tl.arange` offsets by a non-constexpr argument (`cols < n_cols`), as the
+  hidden-size weight of a row-wise norm.
 
 ## Does not apply when
+- the re-read data is small by construction: a shared vector whose extent is a constexpr
+  block (`tl.arange(0, 256)` unmasked, `offs < HEAD_DIM`, `r < WORLD_SIZE`) — a q/k-norm
+  weight of one head, a per-rank or per-head table of a few entries — or a two-pass row
+  walked in a constexpr number of blocks: a few KB stay in L1/L2 whatever the hint says;
 - the total data fits in L2: nothing gets evicted either way;
 - the "streamed" data is re-read by another program soon after (shared K/V heads in GQA,
   overlapping windows): evict_first turns L2 hits into HBM reads;
@@ -39,10 +45,11 @@ are neutral.
 
 from __future__ import annotations
 
-from skel.kernels.flow import flow_of, has_call
+from skel.kernels.flow import ORDERING, comparison, flow_of, has_call, walk
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom
 from skel.skeletons.predicates.dots import NO_DOT
+from skel.skeletons.predicates.loops import runtime_trip_count
 
 
 def _is_vector_load(fl, c) -> bool:
@@ -57,7 +64,9 @@ def _multi_pass_rereads(k):
     seen: dict[str, list] = {}
     lines = []
     for c in fl.loads():
-        if not c.loops or not _is_vector_load(fl, c):
+        # a loop over a constexpr count (`tl.static_range(4)`) walks a row of a few blocks,
+        # which L1/L2 hold between the passes whatever the hint says
+        if not c.loops or not runtime_trip_count(fl, k, c.loops[-1]) or not _is_vector_load(fl, c):
             continue
         earlier = seen.setdefault(fl.key(c.arg(0, "pointer")), [])
         if any(e.loops[-1].line != c.loops[-1].line and not e.exclusive_with(c) for e in earlier):
@@ -66,9 +75,39 @@ def _multi_pass_rereads(k):
     return lines
 
 
+def _runtime_bound(fl, k, side) -> bool:
+    """``side`` of a mask comparison is a runtime length: it reads a non-constexpr kernel
+    argument (`n_cols`, `N`) or a value loaded from memory."""
+    runtime = {p.name for p in k.params if not p.constexpr}
+    names, exprs = fl.closure(side)
+    return bool(names & runtime) or has_call(exprs, "tl.load")
+
+
+def _runtime_extent(fl, k, c) -> bool:
+    """The load's mask bounds its `tl.arange` offsets by a runtime length (`cols < n_cols`):
+    the vector spans a size only known at launch (a hidden dimension), which may be large.
+    Without such a mask the extent is a constexpr block (`tl.arange(0, 256)`, `offs <
+    HEAD_DIM`, `r < WORLD_SIZE`): a head-dim norm weight or a table of a few entries,
+    a few KB that stay in L1/L2 whatever policy the load carries."""
+    mask = c.arg(1, "mask")
+    if mask is None:
+        return False
+    _, exprs = fl.closure(mask)
+    for e in exprs:
+        for n in walk(e):
+            cmp = comparison(n)
+            if cmp is None or cmp[1] not in ORDERING:
+                continue
+            left, _, right = cmp
+            for offs, bound in ((left, right), (right, left)):
+                if has_call(fl.closure(offs)[1], "tl.arange") and _runtime_bound(fl, k, bound):
+                    return True
+    return False
+
+
 def _shared_vector_loads(k):
-    """Vector loads every program repeats (no program id in the address), in a kernel
-    whose other loads are per program."""
+    """Vector loads every program repeats (no program id in the address) and whose length
+    is a runtime size, in a kernel whose other loads are per program."""
     fl = flow_of(k)
     shared, per_program = [], []
     for c in fl.loads():
@@ -78,7 +117,7 @@ def _shared_vector_loads(k):
         if has_call(exprs, "tl.program_id", "tl.num_programs"):
             per_program.append(c.line)
         elif not any(lp.targets & names or any(lp.holds(d.line) for n in names for d in fl.defs.get(n, ()))
-                     for lp in c.loops):
+                     for lp in c.loops) and _runtime_extent(fl, k, c):
             shared.append(c.line)
     return shared if shared and per_program else None
 
@@ -89,9 +128,11 @@ def _shared_vector_loads(k):
 HINT_USED = calls("tl.load", "tl.store", kw="eviction_policy", name="eviction-policy",
                   describe="`tl.load`/`tl.store` with `eviction_policy`")
 MULTI_PASS_REREAD = custom(
-    "multi-pass-reread", "the same row loaded again by a later loop (two-pass kernel)", _multi_pass_rereads)
+    "multi-pass-reread", "the same row loaded again by a later loop over a runtime length (two-pass kernel)",
+    _multi_pass_rereads)
 SHARED_VECTOR_LOAD = custom(
-    "shared-vector-load", "a vector every program loads again (no program id in its address), e.g. a norm weight",
+    "shared-vector-load",
+    "a runtime-length vector every program loads again (no program id in its address), e.g. a norm weight",
     _shared_vector_loads)
 
 SKELETON = Skeleton(
