@@ -20,8 +20,16 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
 (`check_shared_mem`) and Liger (`is_hip()`, `infer_device()`) both do this.
 
 ## Applies when
-- the kernel is not autotuned, and a launch in the same file passes a literal
-  `num_warps=`/`num_stages=` or a literal tile size (`BLOCK_SIZE=1024`, `BK=64`);
+- the kernel is not autotuned, and a launch in the same file passes a literal meta-parameter
+  whose best value moves with the GPU:
+  - a literal `num_stages` for a loop that streams tiles (a `range`/`tl.range` loop whose
+    tile loads move with the loop index: what Triton pipelines through shared memory), or
+  - a literal tile size (`BK=64`, `BLOCK_K=32`) that such a loop steps by or loads, or that
+    shapes a `tl.dot` operand (shared memory and tensor-core tiles), or
+  - a literal `num_warps` for that tile work, or for a row of floating-point data the
+    kernel reduces (a norm, a softmax) whose block the launch sizes per call
+    (`BLOCK_SIZE=triton.next_power_of_2(N)`): elements, and so registers, per thread grow
+    with the row;
 - the code must run well on more than one architecture or vendor.
 
 ## Does not apply when
@@ -33,8 +41,14 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
   does not count);
 - the kernel is autotuned (use `autotune-configs` with pruning instead);
 - it only ever runs on one known GPU (the literal is already the tuned value);
-- the tile size is fixed by the algorithm (chunk size shared with other kernels, a block
-  that must cover the whole row);
+- the literal sizes nothing architecture-dependent: `num_stages` of a kernel with no
+  pipelined loop (loop-free, or only unrolled `tl.static_range` loops, a binary search or a
+  scan re-reading one vector); `num_warps` of a loop-free elementwise or copy kernel, or of
+  a block fixed by the algorithm (a head of literal width, a named constant such as
+  `BLOCK_T=_BLOCK_T`, a chunk size shared with other kernels, a literal block that must
+  cover the whole row);
+- the kernel is integer bookkeeping (sequence offsets, chunk indices, token ids: no
+  floating-point data): it is launch-bound, and no per-architecture config changes its time;
 - the table is not maintained: stale thresholds silently pessimise new GPUs. Prefer
   thresholds on measured resources (SMEM bytes) over architecture names.
 Detection: a launch whose keyword values mention an architecture query, or a host
@@ -55,10 +69,13 @@ from __future__ import annotations
 
 import re
 
+from skel.kernels.flow import args_of, flow_of, is_call, names_in, walk
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom
+from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr
 from skel.skeletons.predicates.autotune import AUTOTUNED
-from skel.skeletons.predicates.names import TILE_NAME
+from skel.skeletons.predicates.loops import depends_on_loop, stepped_in_loop
+from skel.skeletons.predicates.names import IDENT, TILE_NAME
 
 #: hardware / architecture queries (SM counts are left out: they size persistent grids,
 #: a different technique; TF32/gather support flags choose features, not launch configs)
@@ -70,6 +87,14 @@ HW_QUERY = re.compile(
     r"|torch\.version\.hip)\b")
 LAUNCH_META = ("num_warps", "num_stages")
 _LITERAL = re.compile(r"\d+")
+#: loops Triton software-pipelines (`scf.for`): `tl.static_range` is unrolled and a
+#: `while` loop is not pipelined, so `num_stages` means nothing to them
+_PIPELINED = ("range", "tl.range")
+#: reductions over a block: what a row kernel (a norm, a softmax) does with the row it holds
+_REDUCTIONS = ("tl.sum", "tl.max", "tl.min", "tl.reduce", "tl.argmax", "tl.argmin", "tl.xor_sum")
+_FLOAT_TYPE = re.compile(r"tl\.(b?float\w*|float8\w*)")
+_FLOAT_MATH = ("tl.exp", "tl.exp2", "tl.log", "tl.log2", "tl.sqrt", "tl.rsqrt", "tl.sigmoid", "tl.math.rsqrt",
+               "tl.math.exp", "tl.math.exp2", "tl.math.log", "tl.fdiv", "tl.dot")
 
 
 def _meta_kwargs(launch) -> dict[str, str]:
@@ -92,16 +117,142 @@ def _tiered_launches(k):
     return lines or None
 
 
-def _literal_launches(k):
+# --- which literal launch meta-parameters depend on the architecture ---------------------
+#
+# A literal `num_warps`/`num_stages`/tile size is worth tiering when the best value moves
+# with the GPU: the shared memory a pipelined tile loop or a `tl.dot` tile takes (SMEM per
+# SM, async copies, tensor-core shapes), or the registers a per-call-sized row block needs
+# per thread (register file, 32- vs 64-wide warps). A loop-free kernel over a small tile
+# the algorithm fixes (a head, a few tokens), or integer bookkeeping (sequence offsets,
+# token ids), runs the same on every GPU whatever the literal says.
+
+
+def _streaming_loops(k) -> dict[int, set[str]]:
+    """Pipelinable loops that stream tiles -> the names their bounds and streamed addresses
+    read: a `range`/`tl.range` loop with a tile load (an address built from a `tl.arange`
+    vector, a block pointer, a descriptor `.load`) whose address moves with the loop (reads
+    its index, or is stepped in it: `p += BK`, `tl.advance`). A binary search or a scan
+    re-reading one vector, and unrolled `tl.static_range` loops, do not count."""
+    fl = flow_of(k)
+    cached = fl.memo.get("hardware-tiered-launch:streaming")
+    if isinstance(cached, dict):
+        return cached
+    out: dict[int, set[str]] = {}
+    for c in fl.named("tl.load", ".load"):
+        addr = c.arg(0, "pointer") if c.name == "tl.load" else c.arg(0, "offsets")
+        if addr is None:
+            continue
+        if c.name == "tl.load" and not (is_vector_expr(fl, addr) or is_block_ptr_address(fl, addr)):
+            continue
+        for lp in c.loops:
+            if lp.kind not in _PIPELINED:
+                continue
+            if depends_on_loop(fl, addr, lp) or stepped_in_loop(fl, addr, lp):
+                names = out.setdefault(lp.line, set())
+                names |= fl.closure(addr)[0]
+                if lp.bounds is not None:
+                    names |= fl.closure(lp.bounds)[0]
+    fl.memo["hardware-tiered-launch:streaming"] = out
+    return out
+
+
+def _dot_names(k) -> set[str]:
+    """Names a `tl.dot`'s operands read (the tile sizes that shape its tensor-core tiles)."""
+    fl = flow_of(k)
+    out: set[str] = set()
+    for c in fl.named("tl.dot"):
+        for a in args_of(c.node)[:2]:
+            out |= fl.closure(a)[0]
+    return out
+
+
+def _float_work(k) -> bool:
+    """The kernel computes on floating-point data (not only integer offsets and ids)."""
+    return (any(v in ("fp32", "lowp", "fp8") for v in k.var_dtypes.values())
+            or any(_FLOAT_TYPE.fullmatch(a) for a in k.attributes)
+            or any(not _LITERAL.fullmatch(c) for c in k.constants)
+            or any(c.name in _FLOAT_MATH for c in k.calls))
+
+
+def _row_blocks(k) -> set[str]:
+    """Tile parameters that size a row the kernel reduces: `tl.arange(0, BLOCK)` read by a
+    load's address, in a kernel that sums or maxes over a block (a norm, a softmax). A
+    kernel that only copies or scales elements has no row-wide working set."""
+    if not k.calls_named(*_REDUCTIONS):
+        return set()
+    fl = flow_of(k)
+    out: set[str] = set()
+    for c in fl.loads():
+        addr = c.arg(0, "pointer")
+        if addr is None:
+            continue
+        for e in fl.closure(addr)[1]:
+            for n in walk(e):
+                if is_call(n, "tl.arange"):
+                    args = args_of(n)
+                    if args:
+                        out |= {x for x in names_in(args[-1]) if TILE_NAME.fullmatch(x)}
+    return out
+
+
+def _literal(v: str) -> bool:
+    return bool(_LITERAL.fullmatch(v.strip()))
+
+
+def _sized_per_call(k, v: str) -> bool:
+    """A launch argument computed from the call's shapes (`triton.next_power_of_2(N)`,
+    `block`), not a literal or a constant by name (`BLOCK_T`, a module constant)."""
+    v = v.strip()
+    if _literal(v):
+        return False
+    return not (IDENT.fullmatch(v) and (v.isupper() or v.lstrip("_").isupper() or v in k.module_constants))
+
+
+def _literal_stages(k):
+    """A literal `num_stages` for a kernel with a loop that streams tiles."""
+    if not _streaming_loops(k):
+        return None
+    return [ln.line for ln in k.launches if _literal(ln.kwargs.get("num_stages", ""))] or None
+
+
+def _literal_tiles(k):
+    """A literal tile size that a streaming loop steps by / loads, or that shapes a `tl.dot`."""
+    sized = set().union(*_streaming_loops(k).values()) | _dot_names(k)
+    if not sized:
+        return None
+    tiles = {p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)} & sized
     return [ln.line for ln in k.launches
-            if any(_LITERAL.fullmatch(v.strip()) for v in _meta_kwargs(ln).values())] or None
+            if any(kw in tiles and _literal(v) for kw, v in ln.kwargs.items())] or None
+
+
+def _literal_warps(k):
+    """A literal `num_warps` for tile work: a streaming loop, a `tl.dot`, or a row of
+    floating-point data the kernel reduces, whose block the launch sizes per call
+    (`BLOCK=next_power_of_2(N)`): elements per thread, and so registers, grow with the row."""
+    heavy = bool(_streaming_loops(k)) or bool(k.calls_named("tl.dot"))
+    rows = set() if heavy or not _float_work(k) else _row_blocks(k)
+    out = []
+    for ln in k.launches:
+        if not _literal(ln.kwargs.get("num_warps", "")):
+            continue
+        if heavy or any(kw in rows and _sized_per_call(k, v) for kw, v in ln.kwargs.items()):
+            out.append(ln.line)
+    return out or None
 
 
 TIERED_LAUNCH = custom("hardware-tiered-launch",
                        "a launch whose num_warps/num_stages/tile arguments come from a hardware query",
                        _tiered_launches)
-LITERAL_META_LAUNCH = custom("literal-launch-meta",
-                             "a launch with a literal `num_warps`/`num_stages` or tile size", _literal_launches)
+LITERAL_STAGES = custom("literal-num-stages-streaming",
+                        "a launch with a literal `num_stages` for a loop that streams tiles", _literal_stages)
+LITERAL_TILES = custom("literal-tile-streaming",
+                       "a launch with a literal tile size of a loop that streams tiles or of a `tl.dot`",
+                       _literal_tiles)
+LITERAL_WARPS = custom("literal-num-warps-tile-work",
+                       "a launch with a literal `num_warps` for tile work (a loop streaming tiles, a `tl.dot`, "
+                       "or a floating-point row block sized per call and reduced)", _literal_warps)
+#: a literal launch meta-parameter whose best value depends on the architecture
+LITERAL_META_LAUNCH = LITERAL_STAGES | LITERAL_TILES | LITERAL_WARPS
 
 SKELETON = Skeleton(
     id="hardware-tiered-launch",
