@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Callable
 
 from skel.errors import NoKernelError, SuggestError
 from skel.retriever.lexical import lexical_scores
-from skel.skeletons.base import BOUNDS, Status, Target
+from skel.skeletons.base import BOUNDS, Status, Target, foothold
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications
 from skel.store.knowledge import Stats
@@ -454,10 +454,6 @@ def _ruled_out(skeleton, kf: KernelFacts):
     return kept[key]
 
 
-#: conditions every launched kernel meets: they point at a line but say nothing about a technique
-GENERIC_CONDITIONS = frozenset({"kernel-entry"})
-
-
 def _foothold(a) -> bool:
     """Does one of the skeleton's own conditions hold *on a line of this kernel*? "A
     launched kernel (reads `tl.program_id`)" holds for every kernel, so it does not count.
@@ -466,7 +462,7 @@ def _foothold(a) -> bool:
     pairs were judged wrong, and none had a foothold (17 held no condition on any line, 2
     only `kernel-entry`): flash decoding for a padding copy, key bucketing for a kernel that
     is not autotuned."""
-    return any(h.lines and h.condition not in GENERIC_CONDITIONS for h in a.matched)
+    return foothold(a.matched)
 
 
 def _ruled_out_by_authors(candidates: list, kf: KernelFacts) -> tuple[list, list[dict]]:

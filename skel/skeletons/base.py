@@ -54,6 +54,15 @@ class Status(str, Enum):
 
 
 BOUNDS = ("memory", "compute", "latency", "occupancy")
+
+#: conditions every launched kernel meets: they point at a line of the kernel but say nothing
+#: about a technique, so they are no foothold for a near miss or a related suggestion
+GENERIC_CONDITIONS = frozenset({"kernel-entry"})
+
+
+def foothold(hits: list[Hit]) -> bool:
+    """Does one of a skeleton's own conditions hold on a line of the kernel?"""
+    return any(h.lines and h.condition not in GENERIC_CONDITIONS for h in hits)
 #: the languages extractors exist for (skel.kernels.extract)
 LANGUAGES = {"triton", "cuda"}
 
@@ -278,8 +287,9 @@ class Skeleton:
                 a.matched.extend(relaxed or [])
             else:
                 # the rest of the evidence must point at the kernel: a near miss whose only
-                # holding conditions are negations ("no `tl.dot`") says nothing about it
-                worth = any(h.lines for h in matched)
+                # holding conditions are negations ("no `tl.dot`") or that it is a launched
+                # kernel says nothing about it
+                worth = foothold(matched)
             if worth:
                 a.missing = [miss.describe]
         return a
