@@ -31,6 +31,9 @@ grows without bound. FLA marks `T` `do_not_specialize` on most of its kernels.
     moments in serving (first odd-length prompt, first decode step).
 
 ## Does not apply when
+- the "length" is a tensor of lengths (`seq_lens_ptr`, `num_tokens_post_padded_ptr`, or
+  any argument a load/store address is built from): its values are read on the device,
+  and Triton specializes a pointer only on its alignment, never on what it points to;
 - the value is fixed per model (hidden size `D`/`n_cols`, head dim `K`/`V`, heads `H`):
   a constexpr there lets Triton unroll and fold constants; keep it;
 - the constexpr is genuinely needed at compile time: it sizes a `tl.arange`/`tl.zeros`
@@ -57,6 +60,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, decorated, param_lines
 from skel.skeletons.predicates.autotune import autotune_key_names
 from skel.skeletons.predicates.names import IDENT, VARYING_LENGTH
+from skel.skeletons.predicates.pointers import pointer_arg, pointer_bases
 from skel.skeletons.predicates.programs import KERNEL_ENTRY
 
 #: the subset of `VARYING_LENGTH` (predicates.names) that changes with every request in
@@ -101,11 +105,28 @@ def _constexpr_lengths(k):
     return param_lines(k, found) if found else None
 
 
+_POINTER_NAME = re.compile(r".*(?:_ptr|Ptr|_ptrs|_tensor)")
+
+
+def _pointer_params(k) -> set[str]:
+    """Arguments that are tensors, not integers: named as pointers (`seq_lens_ptr`,
+    `num_tokens_tensor`) or the base a load/store/atomic address is built from
+    (`tl.load(seq_lens + pid)`). `seq_len\\w*` and `num_tokens\\w*` match those names,
+    but a pointer is never specialized on its value: only its 16-byte alignment."""
+    bases: set[str] = set()
+    for c in k.calls:
+        if c.name in ("tl.load", "tl.store") or c.name.startswith("tl.atomic_"):
+            bases |= pointer_bases(pointer_arg(c), k, c.line)
+    return bases | {p.name for p in k.params if _POINTER_NAME.fullmatch(p.name)}
+
+
 def _specialized_runtime_lengths(k):
     keyed = set(autotune_key_names(k))
-    found = [p.name for p in k.params
-             if not p.constexpr and SEQUENCE_LENGTH.fullmatch(p.name) and p.name not in keyed
-             and _used_in_body(k, p.name)]
+    candidates = [p.name for p in k.params
+                  if not p.constexpr and SEQUENCE_LENGTH.fullmatch(p.name) and p.name not in keyed
+                  and _used_in_body(k, p.name)]
+    pointers = _pointer_params(k) if candidates else set()
+    found = [n for n in candidates if n not in pointers]
     return param_lines(k, found) if found else None
 
 
