@@ -179,6 +179,13 @@ def k(x_ptr, N, B: tl.constexpr):
     ("flag_gems/runtime/backend/_nvidia/ops/mm.py", "", ""),
     ("fla/ops/gla/chunk.py", "", ""),
     ("mykernels/k.py", "import torch_npu\n", "npu"),
+    # AMD-only code by its path: an `amd`/`rocm`/`hip` folder or file-name part, a gfx target
+    ("vllm/models/kimi/amd/kda_metadata.py", "", "rocm"),
+    ("vllm/model_executor/layers/quantization/mxfp8_amd_gfx95.py", "", "rocm"),
+    ("vllm/attention/ops/rocm_aiter_mla_sparse.py", "", "rocm"),
+    ("flag_gems/runtime/backend/_amd/ops/mm.py", "", "rocm"),
+    # whole words only: `chip`, `shipping`, `amdahl` are not AMD
+    ("mykernels/chip_utils/shipping_amdahl.py", "", ""),
 ])
 def test_backend_hint(path, source, hint):
     from skel.kernels.triton import backend_hint
@@ -199,6 +206,20 @@ def test_vendor_backend_kernels_are_judged_on_their_backend(tmp_path):
     assert "dot-input-precision-tf32x3" in [s.id for s in on_cuda.suggestions]
     assert "dot-input-precision-tf32x3" not in [s.id for s in on_npu.suggestions]
     assert any("npu backend" in n for n in on_npu.notes)
+
+
+def test_amd_only_files_get_no_cuda_only_suggestions(tmp_path):
+    """A file under an `amd/` folder is ROCm code: a technique that needs CUDA (here
+    tf32x3 `tl.dot` precision, sm_80+) is not suggested for it, and the note says why."""
+    from conftest import write
+    from skel.retriever.suggest import suggest
+
+    from test_cli import FP32_DOT
+
+    amd = write(tmp_path / "models" / "amd" / "k.py", FP32_DOT)
+    (on_amd,) = suggest(amd)
+    assert "dot-input-precision-tf32x3" not in [s.id for s in on_amd.suggestions]
+    assert any("rocm backend" in n for n in on_amd.notes)
 
 
 def test_autotune_configs_from_a_module_constant():

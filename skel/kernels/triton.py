@@ -745,19 +745,29 @@ _CUDA_LIKE = ("nvidia", "cuda", "amd", "rocm", "hip")
 _IMPORT_BACKEND = {"torch_npu": "npu", "torch_mlu": "mlu", "torch_musa": "musa", "intel_extension_for_pytorch": "xpu"}
 
 
+#: a folder or file-name part that marks AMD-only code (`models/x/amd/ops.py`,
+#: `mxfp8_amd_gfx95.py`, `rocm_mla.py`, `backend/_amd/`): whole words between separators
+_AMD_ONLY = re.compile(r"(?:^|[/_.-])(?:amd|rocm|hip|gfx\d+[a-z]?)(?=[/_.-]|$)")
+
+
 def backend_hint(path: str, source: str) -> str:
     """"npu", "mlu", ... when a file sits in a vendor backend folder or imports a vendor
-    torch extension; "" for ordinary (CUDA/ROCm) Triton — and for vendor folders we do not
-    know by name (a known limit: such kernels are assessed as CUDA/ROCm ones)."""
-    for m in _VENDOR_DIR.finditer(path.replace("\\", "/").lower()):
+    torch extension; "rocm" when its path says it is AMD-only (an `amd`/`rocm`/`hip`/`gfx9xx`
+    folder or file-name part: CUDA-only techniques such as PDL do not run there); "" for
+    ordinary (CUDA/ROCm) Triton — and for vendor folders we do not know by name (a known
+    limit: such kernels are assessed as CUDA/ROCm ones)."""
+    where = path.replace("\\", "/").lower()
+    for m in _VENDOR_DIR.finditer(where):
         name = m.group(1)
         if any(c in name for c in _CUDA_LIKE):
-            return ""
+            return "rocm" if _AMD_ONLY.search("/" + name + "/") else ""
         for needle, backend in _VENDORS:
             if needle in name:
                 return backend
     imported = _VENDOR_IMPORT.search(source)
-    return _IMPORT_BACKEND[imported.group(1)] if imported else ""
+    if imported:
+        return _IMPORT_BACKEND[imported.group(1)]
+    return "rocm" if _AMD_ONLY.search(where) else ""
 
 
 def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:
