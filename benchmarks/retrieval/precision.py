@@ -4,6 +4,7 @@
     python benchmarks/retrieval/precision.py report   # precision from the verdicts in precision.json
     python benchmarks/retrieval/precision.py sample --sample fresh2   # another draw of kernels (its own seed),
     python benchmarks/retrieval/precision.py report --sample fresh2   #   pairs in precision_pairs_fresh2.json
+    python benchmarks/retrieval/precision.py report --by status --samples ,fresh2   # verdicts by evidence status
 
 A sample whose verdicts were read while changing skel is spent: its number says how the
 change did on what it was tuned on. Quote a sample drawn after the change (``--sample``
@@ -65,6 +66,16 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
     return out
 
 
+#: the named draws in the order they were made: each excludes the kernels of those before it,
+#: so any of them can be drawn again identically; a new name excludes all of these
+DRAWS = ("", "fresh2", "fresh3")
+
+
+def _earlier(name: str) -> list[str]:
+    before = DRAWS[:DRAWS.index(name)] if name in DRAWS else DRAWS
+    return [n for n in before if _paths(n)[0].is_file()]
+
+
 def _paths(name: str) -> tuple[Path, Path, str]:
     """(pairs file, judge view, seed) of a named sample; "" is the first draw."""
     if not name:
@@ -84,9 +95,9 @@ def sample(cache: Path, name: str = "") -> int:
     pairs = []
     for pkg, version in PACKAGES:
         found = kernels_of(pkg, version, cache)
-        if name:  # a later draw never repeats a kernel of the first one
-            first = {p["kernel"] for p in json.loads(PAIRS.read_text())}
-            found = [(path, kf) for path, kf in found if f"{pkg}=={version}:{path}:{kf.name}" not in first]
+        if name:  # a later draw never repeats a kernel of an earlier one (their verdicts were read)
+            earlier = {p["kernel"] for n in _earlier(name) for p in json.loads(_paths(n)[0].read_text())}
+            found = [(path, kf) for path, kf in found if f"{pkg}=={version}:{path}:{kf.name}" not in earlier]
         chosen = random.Random(f"{seed}:{pkg}").sample(found, min(KERNELS, len(found)))
         print(f"{pkg} {version}: {len(found)} kernels, {len(chosen)} sampled", flush=True)
         for path, kf in sorted(chosen, key=lambda t: (t[0], t[1].name)):
@@ -102,6 +113,43 @@ def sample(cache: Path, name: str = "") -> int:
                                      indent=1))
     print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {pairs_file.relative_to(ROOT)} "
           f"(with sources, to judge: {judge_view})")
+    return 0
+
+
+def _group_key(by: str):
+    """What ``report --by`` groups pairs by: the suggestion's tier, its skeleton, or the
+    skeleton's verification status from the shipped GPU evidence (default target)."""
+    if by == "kind":
+        return lambda p: p.get("kind", "match")
+    if by == "skeleton":
+        return lambda p: p["skeleton"]
+    from skel.skeletons.base import Target
+    from skel.skeletons.registry import get
+    from skel.skeletons.status import status_of
+    from skel.store.evidence import merge_evidence, shipped_verifications
+
+    runs = merge_evidence(shipped_verifications())
+
+    def status(p: dict) -> str:
+        s = get(p["skeleton"])
+        return status_of(runs.get(s.id, []), Target(), triton_bound="triton" in s.languages).basis.value
+    return status
+
+
+def report_by(by: str, names: list[str]) -> int:
+    """Verdicts of the named samples' pairs, grouped (``--by kind|skeleton|status``)."""
+    verdicts = {(v["kernel"], v["skeleton"]): v["verdict"] for v in json.loads(VERDICTS.read_text())["verdicts"]}
+    key = _group_key(by)
+    groups: dict[str, dict[str, int]] = {}
+    for name in names:
+        for p in json.loads(_paths(name)[0].read_text()):
+            g = groups.setdefault(key(p), {"correct": 0, "incorrect": 0, "unclear": 0, "unjudged": 0})
+            g[verdicts.get((p["kernel"], p["skeleton"]), "unjudged")] += 1
+    print(f"samples: {', '.join(n or 'first' for n in names)}; grouped by {by}")
+    for g, c in sorted(groups.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+        judged = c["correct"] + c["incorrect"]
+        print(f"  {g}: {c['correct']} correct, {c['incorrect']} incorrect, {c['unclear']} unclear, "
+              f"{c['unjudged']} unjudged" + (f"; precision {c['correct'] / judged:.3f}" if judged else ""))
     return 0
 
 
@@ -135,5 +183,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", nargs="?", choices=["sample", "report"], default="report")
     ap.add_argument("--sample", default="", help="a named draw of kernels (default: the first one)")
+    ap.add_argument("--by", choices=["kind", "skeleton", "status"],
+                    help="report: verdicts grouped by tier, skeleton or verification status, over the "
+                         "samples named by --samples")
+    ap.add_argument("--samples", default="", help="with --by: comma-separated sample names ('' = the first)")
     args = ap.parse_args()
+    if args.command == "report" and args.by:
+        sys.exit(report_by(args.by, args.samples.split(",")))
     sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample))
