@@ -117,12 +117,14 @@ def sample(cache: Path, name: str = "") -> int:
 
 
 def _group_key(by: str):
-    """What ``report --by`` groups pairs by: the suggestion's tier, its skeleton, or the
-    skeleton's verification status from the shipped GPU evidence (default target)."""
+    """What ``report --by`` groups pairs by: the suggestion's tier, its skeleton (or both),
+    or the skeleton's verification status from the shipped GPU evidence (default target)."""
     if by == "kind":
         return lambda p: p.get("kind", "match")
     if by == "skeleton":
         return lambda p: p["skeleton"]
+    if by == "skeleton-kind":
+        return lambda p: f"{p['skeleton']} ({p.get('kind', 'match')})"
     from skel.skeletons.base import Target
     from skel.skeletons.registry import get
     from skel.skeletons.status import status_of
@@ -137,7 +139,7 @@ def _group_key(by: str):
 
 
 def report_by(by: str, names: list[str]) -> int:
-    """Verdicts of the named samples' pairs, grouped (``--by kind|skeleton|status``)."""
+    """Verdicts of the named samples' pairs, grouped (``--by kind|skeleton|skeleton-kind|status``)."""
     verdicts = {(v["kernel"], v["skeleton"]): v["verdict"] for v in json.loads(VERDICTS.read_text())["verdicts"]}
     key = _group_key(by)
     groups: dict[str, dict[str, int]] = {}
@@ -183,7 +185,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", nargs="?", choices=["sample", "report"], default="report")
     ap.add_argument("--sample", default="", help="a named draw of kernels (default: the first one)")
-    ap.add_argument("--by", choices=["kind", "skeleton", "status"],
+    ap.add_argument("--by", choices=["kind", "skeleton", "skeleton-kind", "status"],
                     help="report: verdicts grouped by tier, skeleton or verification status, over the "
                          "samples named by --samples")
     ap.add_argument("--samples", default="", help="with --by: comma-separated sample names ('' = the first)")

@@ -459,9 +459,8 @@ def _foothold(a) -> bool:
     launched kernel (reads `tl.program_id`)" holds for every kernel, so it does not count.
     A related candidate with no foothold is only shared vocabulary: on the first precision
     sample (sglang and vLLM kernels, `benchmarks/retrieval/precision.json`) all 19 related
-    pairs were judged wrong, and none had a foothold (17 held no condition on any line, 2
-    only `kernel-entry`): flash decoding for a padding copy, key bucketing for a kernel that
-    is not autotuned."""
+    pairs were judged wrong, most of them words only: flash decoding for a padding copy,
+    key bucketing for a kernel that is not autotuned."""
     return foothold(a.matched)
 
 
