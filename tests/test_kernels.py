@@ -186,6 +186,8 @@ def k(x_ptr, N, B: tl.constexpr):
     ("flag_gems/runtime/backend/_amd/ops/mm.py", "", "rocm"),
     # whole words only: `chip`, `shipping`, `amdahl` are not AMD
     ("mykernels/chip_utils/shipping_amdahl.py", "", ""),
+    # where a checkout lives says nothing about its code: only the last folders count
+    ("/home/me/rocm-work/src/mylib/ops/kernels/fused/norm.py", "", ""),
 ])
 def test_backend_hint(path, source, hint):
     from skel.kernels.triton import backend_hint

@@ -746,7 +746,9 @@ _IMPORT_BACKEND = {"torch_npu": "npu", "torch_mlu": "mlu", "torch_musa": "musa",
 
 
 #: a folder or file-name part that marks AMD-only code (`models/x/amd/ops.py`,
-#: `mxfp8_amd_gfx95.py`, `rocm_mla.py`, `backend/_amd/`): whole words between separators
+#: `mxfp8_amd_gfx95.py`, `rocm_mla.py`, `backend/_amd/`): whole words between separators.
+#: Only the file name and the four folders above it are read: a checkout's own location
+#: (`~/src/rocm-work/...`) says nothing about the code in it.
 _AMD_ONLY = re.compile(r"(?:^|[/_.-])(?:amd|rocm|hip|gfx\d+[a-z]?)(?=[/_.-]|$)")
 
 
@@ -767,7 +769,7 @@ def backend_hint(path: str, source: str) -> str:
     imported = _VENDOR_IMPORT.search(source)
     if imported:
         return _IMPORT_BACKEND[imported.group(1)]
-    return "rocm" if _AMD_ONLY.search(where) else ""
+    return "rocm" if _AMD_ONLY.search("/".join(where.split("/")[-5:])) else ""
 
 
 def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:

@@ -63,6 +63,8 @@ GENERIC_CONDITIONS = frozenset({"kernel-entry"})
 def foothold(hits: list[Hit]) -> bool:
     """Does one of a skeleton's own conditions hold on a line of the kernel?"""
     return any(h.lines and h.condition not in GENERIC_CONDITIONS for h in hits)
+
+
 #: the languages extractors exist for (skel.kernels.extract)
 LANGUAGES = {"triton", "cuda"}
 
