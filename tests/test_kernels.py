@@ -224,6 +224,72 @@ def test_amd_only_files_get_no_cuda_only_suggestions(tmp_path):
     assert any("rocm backend" in n for n in on_amd.notes)
 
 
+def test_kernels_defined_under_an_is_hip_branch_are_rocm_code():
+    """`if _is_hip:` around a kernel's definition makes it ROCm-only code (sglang's
+    compressor kernels); its else branch, a negated test or a compound one do not."""
+    src = '''
+import triton
+import triton.language as tl
+from x import current_platform
+
+_is_hip = current_platform.is_hip()
+
+if _is_hip:
+    @triton.jit
+    def on_hip(x_ptr):
+        tl.store(x_ptr, 1.0)
+else:
+    @triton.jit
+    def elsewhere(x_ptr):
+        tl.store(x_ptr, 1.0)
+
+if current_platform.is_rocm():
+    @triton.jit
+    def on_rocm(x_ptr):
+        tl.store(x_ptr, 1.0)
+
+if not _is_hip:
+    @triton.jit
+    def not_hip(x_ptr):
+        tl.store(x_ptr, 1.0)
+
+if _is_hip and _is_fp8:
+    @triton.jit
+    def hip_and_more(x_ptr):
+        tl.store(x_ptr, 1.0)
+'''
+    hints = {k.name: k.backend_hint for k in extract_file(src, "ops/k.py")}
+    assert hints == {"on_hip": "rocm", "elsewhere": "", "on_rocm": "rocm", "not_hip": "", "hip_and_more": ""}
+
+
+def test_a_grid_written_without_parentheses_is_a_launch():
+    """`kernel[NT, B * H](..., num_stages=4)` launches as `kernel[(NT, B * H)]` does
+    (sglang's solve_tril): its settings are read, so `num_stages` counts as set."""
+    src = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, T, BT: tl.constexpr):
+    i_t = tl.program_id(0)
+    for i in range(0, T, BT):
+        tl.store(x_ptr + i + tl.arange(0, BT), tl.load(x_ptr + i + tl.arange(0, BT)) * 2)
+
+
+def run(x, T, B, H):
+    NT = triton.cdiv(T, 16)
+    k[NT, B * H](x, T, BT=16, num_warps=1, num_stages=4)
+'''
+    (kf,) = extract_file(src)
+    (ln,) = kf.launches
+    assert (ln.grid, ln.kwargs["num_stages"], ln.host_function, ln.line) == ("(NT, B * H)", "4", "run", 15)
+    assert not ln.grid_is_callable
+    from skel.skeletons.registry import get
+
+    assert get("num-stages-pipelining").detect(kf)[0] is not None
+
+
 def test_autotune_configs_from_a_module_constant():
     src = '''
 import triton

@@ -445,11 +445,14 @@ class _HostVisitor(Walker):
         func = node.func
         if isinstance(func, cst.Subscript):
             kernel = dotted(func.value)
-            if kernel and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
-                grid_node = func.slice[0].slice.value
+            dims = [e.slice.value for e in func.slice if isinstance(e.slice, cst.Index)]
+            if kernel and dims and len(dims) == len(func.slice):
+                # `k[grid](...)`, or `k[NT, B * H](...)`: a tuple grid written without parentheses
+                grid_node = dims[0] if len(dims) == 1 else None
+                grid = host_code(dims[0]) if grid_node is not None else "(" + ", ".join(map(host_code, dims)) + ")"
                 _, kwargs = _kwargs(node)
                 launch = Launch(
-                    kernel=kernel.split(".")[-1], line=0, grid=host_code(grid_node),
+                    kernel=kernel.split(".")[-1], line=0, grid=grid,
                     grid_is_callable=isinstance(grid_node, cst.Lambda) or (
                         isinstance(grid_node, cst.Name) and grid_node.value in self.grid_funcs),
                     kwargs=kwargs, host_function=self.function,
@@ -667,7 +670,9 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     constants: dict[str, str] = {}
     constant_nodes: dict[str, cst.BaseExpression] = {}
 
-    def walk(body) -> None:
+    on_rocm: set[int] = set()  # id() of kernels defined in the body of an `if _is_hip:`
+
+    def walk(body, rocm: bool = False) -> None:
         for stmt in body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for s in stmt.body:
@@ -681,14 +686,17 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
             elif isinstance(stmt, cst.FunctionDef):
                 if is_kernel(stmt, aliases):
                     kernels.append(stmt)
+                    if rocm:
+                        on_rocm.add(id(stmt))
                 elif stmt.params.params and stmt.params.params[0].name.value in ("meta", "META"):
                     grid_funcs.add(stmt.name.value)
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                walk(stmt.body.body)
+                walk(stmt.body.body, rocm or (isinstance(stmt, cst.If) and _ROCM_TEST.fullmatch(host_code(stmt.test))
+                                              is not None))
                 if isinstance(stmt, cst.If) and stmt.orelse is not None:
-                    walk(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse])
+                    walk(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse], rocm)
             elif isinstance(stmt, cst.ClassDef):
-                walk(stmt.body.body)
+                walk(stmt.body.body, rocm)
 
     walk(module.body)
     if not kernels:
@@ -726,7 +734,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
         facts.launches = [ln for ln in host.launches if ln.kernel == facts.name]
         facts.module_calls = {c: 0 for c in sorted(host.calls)}
         facts.module_constants = {n: v for n, v in constants.items() if n in facts.names}
-        facts.backend_hint = hint
+        facts.backend_hint = hint or ("rocm" if id(func) in on_rocm else "")
         for d in facts.decorators:  # `@triton.autotune(configs=CONFIGS, ...)`: read the list
             ref = d.kwargs.get("configs", "")
             if d.name == "triton.autotune" and not d.config_keys and ref in constant_nodes:
@@ -750,6 +758,12 @@ _IMPORT_BACKEND = {"torch_npu": "npu", "torch_mlu": "mlu", "torch_musa": "musa",
 #: Only the file name and the four folders above it are read: a checkout's own location
 #: (`~/src/rocm-work/...`) says nothing about the code in it.
 _AMD_ONLY = re.compile(r"(?:^|[/_.-])(?:amd|rocm|hip|gfx\d+[a-z]?)(?=[/_.-]|$)")
+
+
+#: an `if` whose test is only an is-this-ROCm flag (`_is_hip`, `is_hip()`,
+#: `current_platform.is_rocm()`): kernels defined in its body are ROCm-only. A test with
+#: anything more (`not _is_hip`, `_is_hip and x`) says nothing certain.
+_ROCM_TEST = re.compile(r"(?i)(?:[A-Za-z_][\w.]*\.)?_?is_(?:hip|rocm|amd)\w*(?:\(\))?")
 
 
 def backend_hint(path: str, source: str) -> str:

@@ -26,7 +26,7 @@ program) and keep the per-iteration tile offsets in int32.
   or tile index from it, `offs_m = pid_m * BM + tl.arange(...)`) by a runtime argument (a
   stride, `n_cols`, `T`, `H * K`): the product grows with the problem;
 - nothing in the kernel is promoted to int64 yet (`.to(tl.int64)`, `.cast(tl.int64)`,
-  `tl.cast(x, tl.int64)`);
+  `tl.cast(x, tl.int64)`, or an address reading a parameter declared `stride: tl.int64`);
 - the tensors can exceed 2**31 elements in use (logits over a large vocabulary, long
   sequences times heads times head dim, large activations).
 
@@ -52,17 +52,38 @@ program) and keep the per-iteration tile offsets in int32.
 
 from __future__ import annotations
 
+import re
+
 from skel.kernels.flow import Flow, Node, binary, flow_of, has_call, names_in, operands, walk
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
 
 _CASTS = (".to", ".cast", "tl.cast")
+_INT64_TYPE = re.compile(r"\bu?int64\b")
 _POINTER_CALLS = ("tl.load", "tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_cas",
                   "tl.atomic_xchg", "tl.atomic_and", "tl.atomic_or", "tl.atomic_xor")
 
 
 def _int64_casts(k):
     return [c.line for c in k.calls if c.name in _CASTS and any("int64" in a for a in (*c.args, *c.kwargs.values()))]
+
+
+def _int64_params(k):
+    """Lines of loads/stores whose address reads a parameter declared `tl.int64` in the
+    signature (`stride_row: tl.int64`): Triton passes it as a 64-bit integer, so every
+    product with it is computed in int64 already."""
+    wide = {p.name for p in k.params if not p.constexpr and _INT64_TYPE.search(p.annotation)}
+    if not wide:
+        return []
+    fl = flow_of(k)
+    if not fl.ok:
+        return []
+    lines = []
+    for c in fl.calls:
+        addr = c.arg(0, "pointer") if c.name in _POINTER_CALLS else None
+        if addr is not None and (fl.closure(addr)[0] | names_in(addr)) & wide:
+            lines.append(c.line)
+    return lines
 
 
 def _pid_dependent(fl: Flow, expr: Node, pid_loops: set[str]) -> bool:
@@ -111,7 +132,9 @@ def _overflowing_products(k):
     return lines
 
 
-INT64_PROMOTED = custom("int64-cast", "an int64 promotion (`.to(tl.int64)` / `tl.cast(x, tl.int64)`)", _int64_casts)
+INT64_PROMOTED = custom("int64-cast", "an int64 promotion (`.to(tl.int64)` / `tl.cast(x, tl.int64)`)",
+                        _int64_casts) | custom(
+    "int64-parameter", "an address reading a parameter declared `tl.int64` in the signature", _int64_params)
 INT32_PID_TIMES_RUNTIME = custom(
     "int32-pid-times-runtime-size",
     "an address multiplying a program-id-derived index by a runtime stride or size (an int32 product)",
