@@ -90,8 +90,8 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
 
         Returns, per kernel, ranked suggestions: `kind` "match" (its preconditions hold in
         your kernel) or "refine" (you use the technique incompletely) are the ones to act on;
-        "near-miss" and "related" are weaker, each saying what it lacks (listed only when
-        no match or refinement is; otherwise a note names them). Each suggestion has
+        "near-miss" and "related" are weaker, each saying what it lacks (near misses are
+        listed only when nothing else fits; otherwise a note names them). Each suggestion has
         `why` (with your kernel's line numbers), `caveats`, evidence (mined real kernels using
         it, verification status) and `before`/`after`: a template of the change to adapt.
         `applies` false means no skeleton fits this kernel: a valid answer, not an error.

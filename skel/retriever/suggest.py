@@ -10,13 +10,12 @@
                     skeleton fails): what is missing is named;
    - ``near-miss``: absent, and exactly one *soft* precondition (a literal detail: a loop,
                     a `tl.dot`, a runtime-length bound) fails; named as missing. Shown
-                    only when no full match or refinement is; otherwise named in a note;
+                    only when no other tier has a suggestion for the kernel; otherwise
+                    named in a note;
    - ``related``:   no structural match, but the kernel's words are close to the
                     technique's (the lexical channel below) and at least one of its
                     conditions holds on a line of the kernel; at most ``RELATED_MAX`` of
-                    them, labelled "related (no structural match)". Like near misses,
-                    shown only when no full match or refinement is; otherwise named in a
-                    note.
+                    them, labelled "related (no structural match)".
 
    Hard conditions still exclude in every tier: an environment the technique cannot run
    in, a technique already used (and complete), and — for ``related`` — a failed negation
@@ -436,18 +435,16 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     # effect (or compiles to the same code) just above it. Related ones rank by their words.
     out.sort(key=lambda s: (TIERS.index(s.kind), s.status == "refuted", s.verification.basis is Status.NO_EFFECT,
                             -(s.lexical_score if s.kind == "related" else s.score), s.id))
-    # Near misses and related techniques are shown only when nothing fits on structure (no
-    # full match, no refinement). Beside a fit they were judged right 3 times in 50 (near
-    # misses) and 2 in 42 (related) on four hand-checked samples of fresh kernels, so they
-    # only push the fitting suggestions down: each is named in a note instead, with what it
-    # lacks. (`benchmarks/retrieval/precision.py report --by kind`.)
-    if any(s.kind in ("match", "refine") for s in out):
-        for kind, what in (("near-miss", "near misses"), ("related", "related techniques (no structural match)")):
-            held = [s for s in out if s.kind == kind]
-            if held:
-                result.notes.append(f"{what} left out, since techniques that fit were found: " + "; ".join(
-                    f"{s.id} (missing: {', '.join(s.missing)})" for s in held))
-        out = [s for s in out if s.kind in ("match", "refine")]
+    # A near miss is shown only when nothing fits better. Beside a full match, a related
+    # technique or a refinement it was judged right 3 times in 50 on hand-checked samples
+    # and named no expert's change on the commit benchmark, so it only pushes fitting
+    # suggestions down: it is named in a note instead, with what it lacks.
+    if any(s.kind != "near-miss" for s in out):
+        held = [s for s in out if s.kind == "near-miss"]
+        out = [s for s in out if s.kind != "near-miss"]
+        if held:
+            result.notes.append("near misses left out, since techniques that fit were found: " + "; ".join(
+                f"{s.id} (missing: {', '.join(s.missing)})" for s in held))
     result.suggestions = out[:k]
     by_id = {a.skeleton.id: a.skeleton for a in candidates}
     for s in result.suggestions:  # templates are read from the example files only for what is shown
