@@ -9,6 +9,7 @@ are skipped: they hold no names, calls or literals.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Iterator
 
 import libcst as cst
@@ -29,13 +30,19 @@ def _is_node(t: type) -> bool:
     return known
 
 
+def _text_field(f: dataclasses.Field) -> bool:
+    """A field declared to hold text (``Name.value``, ``Arg.star``), never a node: leaving
+    it out spares walks a lookup per name and literal, the most common nodes."""
+    return f.type is str or typing.get_origin(f.type) is typing.Literal
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that can hold code, in field order."""
     t = type(node)
     names = _FIELDS.get(t)
     if names is None:
         names = _FIELDS[t] = tuple(
-            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
+            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS) and not _text_field(f))
     out: list[cst.CSTNode] = []
     for n in names:
         v = getattr(node, n)
@@ -62,9 +69,10 @@ def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
 
 def dotted(node: cst.CSTNode) -> str:
     """``a.b.c`` for Name/Attribute chains, "" otherwise."""
-    if isinstance(node, cst.Name):
+    t = type(node)  # exact types: libcst never subclasses these, and isinstance is slow
+    if t is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if t is cst.Attribute:
         base = dotted(node.value)
         return f"{base}.{node.attr.value}" if base else ""
     return ""
@@ -77,13 +85,14 @@ def name_reads(node: cst.CSTNode) -> list[cst.Name]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Name):
+        t = type(n)  # exact types, as in `dotted`
+        if t is cst.Name:
             found.append(n)
-        elif isinstance(n, cst.Attribute):
+        elif t is cst.Attribute:
             stack.append(n.value)
-        elif isinstance(n, cst.Arg):  # `mask=m`: the keyword is not a variable read
+        elif t is cst.Arg:  # `mask=m`: the keyword is not a variable read
             stack.append(n.value)
-        elif isinstance(n, cst.Param):
+        elif t is cst.Param:
             stack.extend(x for x in (n.default, n.annotation) if x is not None)
         else:
             stack.extend(children(n))
