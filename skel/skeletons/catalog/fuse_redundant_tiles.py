@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, custom, split_top
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, rx, split_top
 from skel.skeletons.predicates.dots import no_dot
 from skel.skeletons.predicates.names import IDENT
 
@@ -95,7 +95,8 @@ def _v_axes(k) -> set[str]:
         uses = [a.value for a in k.assigns if t in a.names]
         if not uses:
             continue
-        if all(re.search(r"\b" + re.escape(t) + r"\s*\*\s*" + _BV + r"\b", u) for u in uses):
+        scaled = rx(r"\b" + re.escape(t) + r"\s*\*\s*" + _BV + r"\b")
+        if all(scaled.search(u) for u in uses):
             axes.add(t)
     return axes
 
