@@ -48,15 +48,31 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         v = getattr(node, n)
         vt = type(v)
         if vt is list or vt is tuple:
-            out.extend(x for x in v if _is_node(type(x)))
-        elif _is_node(vt):
-            out.append(v)
+            out.extend(v)  # libcst declares every sequence field as one of nodes
+        else:
+            known = _IS_NODE.get(vt)
+            if known is None:
+                known = _is_node(vt)
+            if known:
+                out.append(v)
     return out
 
 
 def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
     """Every node of ``kind`` below ``node`` (and ``node`` itself), in source order."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
     out, stack = [], [node]
+    if not any(k.__subclasses__() for k in kinds):
+        # concrete classes (`cst.Call`): an exact-type test says the same, without the slow
+        # ABC instance check libcst's classes get
+        while stack:
+            n = stack.pop()
+            if type(n) in kinds:
+                out.append(n)
+            kids = children(n)
+            kids.reverse()
+            stack.extend(kids)
+        return out
     while stack:
         n = stack.pop()
         if isinstance(n, kind):
