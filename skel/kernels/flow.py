@@ -469,7 +469,7 @@ class Flow:
                     if d.aug and not follow_aug:
                         continue
                     exprs.append(d.value)
-                    nxt |= names_in(d.value)
+                    nxt |= _memo("names", d.value, _names_in)  # read only: no copy needed
             frontier = nxt
         return seen, exprs
 
@@ -587,7 +587,13 @@ def _axes(e: Node) -> frozenset[str]:
 
 
 def has_call(exprs: list[Node], *names: str) -> bool:
-    return any(call_name(c) in names for e in exprs for c in calls_in(e))
+    return any(not _memo("call-names", e, _call_names).isdisjoint(names) for e in exprs)
+
+
+def _call_names(expr: Node) -> frozenset[str]:
+    # has_call asks the same expressions again and again (every fixpoint sweep over a
+    # kernel's definitions): their call names are kept per node, like their calls
+    return frozenset(call_name(c) for c in _memo("calls", expr, _calls_in))
 
 
 def contains_call(expr: Node, node: cst.Call) -> bool:
