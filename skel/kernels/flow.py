@@ -15,7 +15,6 @@ from typing import Any
 
 import libcst as cst
 
-from skel.kernels import tree
 from skel.kernels.tree import call_args, children, dotted, keyword_arg
 
 _NOT_VARS = {"tl", "triton", "None", "True", "False"}
@@ -29,7 +28,7 @@ def call_name(node: cst.Call) -> str:
     name = dotted(node.func)
     if name.startswith("triton.language."):
         name = "tl." + name[len("triton.language."):]
-    if isinstance(node.func, cst.Attribute) and not name.startswith(("tl.", "triton.")):
+    if type(node.func) is cst.Attribute and not name.startswith(("tl.", "triton.")):
         return "." + node.func.attr.value
     return name
 
@@ -83,7 +82,17 @@ def walk(expr: Node) -> tuple[Node, ...]:
 
 
 def _nodes(expr: Node) -> tuple[Node, ...]:
-    return tuple(tree.walk(expr))
+    # `tree.walk` unrolled into a list: no generator frame per node
+    out: list[Node] = []
+    stack: list[Node] = [expr]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        kids = children(n)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
+    return tuple(out)
 
 
 def calls_in(expr: Node) -> list[cst.Call]:
@@ -92,7 +101,19 @@ def calls_in(expr: Node) -> list[cst.Call]:
 
 
 def _calls_in(expr: Node) -> tuple[cst.Call, ...]:
-    return tuple(n for n in walk(expr) if type(n) is cst.Call)
+    # its own walk, keeping only the calls: most expressions asked for their calls are
+    # never walked whole, and keeping every node of each would cost more than the walk
+    out: list[cst.Call] = []
+    stack: list[Node] = [expr]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call:
+            out.append(n)
+        kids = children(n)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
+    return tuple(out)
 
 
 def args_of(call: cst.Call) -> list[cst.BaseExpression]:
@@ -102,16 +123,20 @@ def args_of(call: cst.Call) -> list[cst.BaseExpression]:
 
 NOT_CONSTANT = object()
 
+# The helpers below run millions of times over a kernel's expressions: they test exact
+# node types (``type(e) is cst.Name``), which is what ``isinstance`` means for these leaf
+# classes (libcst never subclasses them) without its slow ABC instance check.
+
 
 def constant(node: Node) -> object:
     """The value of a literal (int, float, string, True/False/None), else ``NOT_CONSTANT``."""
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return int(node.value, 0)
-    if isinstance(node, cst.Float):
+    if type(node) is cst.Float:
         return float(node.value)
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         return node.evaluated_value
     return NOT_CONSTANT
 
@@ -126,33 +151,33 @@ ORDERING = ("<", "<=", ">", ">=")
 
 
 def is_none(e: Node) -> bool:
-    return isinstance(e, cst.Name) and e.value == "None"
+    return type(e) is cst.Name and e.value == "None"
 
 
 def name_of(e: Node) -> str | None:
     """The variable ``e`` is, when it is a bare name."""
-    return e.value if isinstance(e, cst.Name) else None
+    return e.value if type(e) is cst.Name else None
 
 
 def is_call(e: Node, *names: str) -> bool:
     """``e`` is a call (of one of ``names``, when given)."""
-    return isinstance(e, cst.Call) and (not names or call_name(e) in names)
+    return type(e) is cst.Call and (not names or call_name(e) in names)
 
 
 def binary(e: Node, *ops: str) -> bool:
     """``e`` is a binary operation with one of ``ops`` ("+", "-", "//", "%", "&" ...)."""
-    return isinstance(e, cst.BinaryOperation) and _BINARY.get(type(e.operator)) in ops
+    return type(e) is cst.BinaryOperation and _BINARY.get(type(e.operator)) in ops
 
 
 def operands(e: Node) -> tuple[Node, Node]:
     """Left and right operands of a binary operation (see :func:`binary`)."""
-    assert isinstance(e, cst.BinaryOperation)
+    assert type(e) is cst.BinaryOperation
     return e.left, e.right
 
 
 def comparison(e: Node) -> tuple[Node, str, Node] | None:
     """``(left, "<", right)`` for a single comparison ``a < b``, else None."""
-    if isinstance(e, cst.Comparison) and len(e.comparisons) == 1:
+    if type(e) is cst.Comparison and len(e.comparisons) == 1:
         c = e.comparisons[0]
         return e.left, _COMPARE.get(type(c.operator), "?"), c.comparator
     return None
@@ -160,16 +185,16 @@ def comparison(e: Node) -> tuple[Node, str, Node] | None:
 
 def negated(e: Node) -> Node | None:
     """The operand of a unary ``-x``, ``+x``, ``~x`` or ``not x``."""
-    return e.expression if isinstance(e, cst.UnaryOperation) else None
+    return e.expression if type(e) is cst.UnaryOperation else None
 
 
 def is_not(e: Node) -> bool:
-    return isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not)
+    return type(e) is cst.UnaryOperation and type(e.operator) is cst.Not
 
 
 def receiver(call: cst.Call) -> Node | None:
     """The object a method is called on: ``x`` in ``x.to(tl.float32)``."""
-    return call.func.value if isinstance(call.func, cst.Attribute) else None
+    return call.func.value if type(call.func) is cst.Attribute else None
 
 
 def kwarg(call: cst.Call, name: str) -> Node | None:
@@ -182,12 +207,12 @@ def has_kwarg(call: cst.Call, *names: str) -> bool:
 
 
 def is_comparison(e: Node) -> bool:
-    return isinstance(e, cst.Comparison)
+    return type(e) is cst.Comparison
 
 
 def elements(e: Node) -> list[Node] | None:
     """The items of a tuple or list literal, else None."""
-    if isinstance(e, (cst.Tuple, cst.List)):
+    if type(e) is cst.Tuple or type(e) is cst.List:
         return [el.value for el in e.elements]
     return None
 
@@ -204,16 +229,16 @@ def keywords(call: cst.Call) -> list[Node]:
 
 def branches(e: Node) -> tuple[Node, Node] | None:
     """``(then, else)`` values of a conditional expression ``a if c else b``."""
-    return (e.body, e.orelse) if isinstance(e, cst.IfExp) else None
+    return (e.body, e.orelse) if type(e) is cst.IfExp else None
 
 
 def is_slice(e: Node) -> bool:
-    return isinstance(e, cst.Slice)
+    return type(e) is cst.Slice
 
 
 def subscripted(e: Node) -> Node:
     """The ``x`` of ``x[...]``."""
-    assert isinstance(e, cst.Subscript)
+    assert type(e) is cst.Subscript
     return e.value
 
 
@@ -222,7 +247,7 @@ def subscript_pair(e: Node) -> tuple[Node, Node] | None:
     if type(e) is cst.Subscript and len(e.slice) == 2:
         parts = []
         for el in e.slice:
-            parts.append(el.slice.value if isinstance(el.slice, cst.Index) else el.slice)
+            parts.append(el.slice.value if type(el.slice) is cst.Index else el.slice)
         return parts[0], parts[1]
     return None
 
@@ -444,7 +469,7 @@ class Flow:
                     if d.aug and not follow_aug:
                         continue
                     exprs.append(d.value)
-                    nxt |= names_in(d.value)
+                    nxt |= _memo("names", d.value, _names_in)  # read only: no copy needed
             frontier = nxt
         return seen, exprs
 
@@ -562,7 +587,13 @@ def _axes(e: Node) -> frozenset[str]:
 
 
 def has_call(exprs: list[Node], *names: str) -> bool:
-    return any(call_name(c) in names for e in exprs for c in calls_in(e))
+    return any(not _memo("call-names", e, _call_names).isdisjoint(names) for e in exprs)
+
+
+def _call_names(expr: Node) -> frozenset[str]:
+    # has_call asks the same expressions again and again (every fixpoint sweep over a
+    # kernel's definitions): their call names are kept per node, like their calls
+    return frozenset(call_name(c) for c in _memo("calls", expr, _calls_in))
 
 
 def contains_call(expr: Node, node: cst.Call) -> bool:

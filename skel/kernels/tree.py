@@ -9,6 +9,7 @@ are skipped: they hold no names, calls or literals.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Iterator
 
 import libcst as cst
@@ -29,27 +30,49 @@ def _is_node(t: type) -> bool:
     return known
 
 
+def _text_field(f: dataclasses.Field) -> bool:
+    """A field declared to hold text (``Name.value``, ``Arg.star``), never a node: leaving
+    it out spares walks a lookup per name and literal, the most common nodes."""
+    return f.type is str or typing.get_origin(f.type) is typing.Literal
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that can hold code, in field order."""
     t = type(node)
     names = _FIELDS.get(t)
     if names is None:
         names = _FIELDS[t] = tuple(
-            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS))
+            f.name for f in dataclasses.fields(t) if not f.name.startswith(_SKIP_FIELDS) and not _text_field(f))
     out: list[cst.CSTNode] = []
     for n in names:
         v = getattr(node, n)
         vt = type(v)
         if vt is list or vt is tuple:
-            out.extend(x for x in v if _is_node(type(x)))
-        elif _is_node(vt):
-            out.append(v)
+            out.extend(v)  # libcst declares every sequence field as one of nodes
+        else:
+            known = _IS_NODE.get(vt)
+            if known is None:
+                known = _is_node(vt)
+            if known:
+                out.append(v)
     return out
 
 
 def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
     """Every node of ``kind`` below ``node`` (and ``node`` itself), in source order."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
     out, stack = [], [node]
+    if not any(k.__subclasses__() for k in kinds):
+        # concrete classes (`cst.Call`): an exact-type test says the same, without the slow
+        # ABC instance check libcst's classes get
+        while stack:
+            n = stack.pop()
+            if type(n) in kinds:
+                out.append(n)
+            kids = children(n)
+            kids.reverse()
+            stack.extend(kids)
+        return out
     while stack:
         n = stack.pop()
         if isinstance(n, kind):
@@ -62,9 +85,10 @@ def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
 
 def dotted(node: cst.CSTNode) -> str:
     """``a.b.c`` for Name/Attribute chains, "" otherwise."""
-    if isinstance(node, cst.Name):
+    t = type(node)  # exact types: libcst never subclasses these, and isinstance is slow
+    if t is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if t is cst.Attribute:
         base = dotted(node.value)
         return f"{base}.{node.attr.value}" if base else ""
     return ""
@@ -77,13 +101,14 @@ def name_reads(node: cst.CSTNode) -> list[cst.Name]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Name):
+        t = type(n)  # exact types, as in `dotted`
+        if t is cst.Name:
             found.append(n)
-        elif isinstance(n, cst.Attribute):
+        elif t is cst.Attribute:
             stack.append(n.value)
-        elif isinstance(n, cst.Arg):  # `mask=m`: the keyword is not a variable read
+        elif t is cst.Arg:  # `mask=m`: the keyword is not a variable read
             stack.append(n.value)
-        elif isinstance(n, cst.Param):
+        elif t is cst.Param:
             stack.extend(x for x in (n.default, n.annotation) if x is not None)
         else:
             stack.extend(children(n))

@@ -138,6 +138,31 @@ def host_code(node: cst.CSTNode, limit: int = _MAX_TEXT) -> str:
     return squeeze(_EMPTY.code_for_node(node), limit)
 
 
+class _Texts:
+    """Host nodes by name (module constants, a launching function's assignments), their
+    source text generated when first read: generating code is the costly part of host
+    facts, and most of these are never read (only names a kernel uses, or a launch's
+    `**config`, are)."""
+
+    def __init__(self, limit: int) -> None:
+        self.nodes: dict[str, cst.CSTNode] = {}  # a rebinding keeps the name's first place
+        self.limit = limit
+        self._texts: dict[str, str] = {}
+
+    def __setitem__(self, name: str, node: cst.CSTNode) -> None:
+        self.nodes[name] = node
+        self._texts.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def __getitem__(self, name: str) -> str:
+        text = self._texts.get(name)
+        if text is None:
+            text = self._texts[name] = host_code(self.nodes[name], self.limit)
+        return text
+
+
 def _kwargs(call: cst.Call, code=host_code) -> tuple[list[str], dict[str, str]]:
     args, kwargs = [], {}
     for a in call.args:
@@ -384,10 +409,10 @@ class _HostVisitor(Walker):
     ``def grid(meta)`` in the launching function or at module level.
     """
 
-    def __init__(self, aliases: Aliases, grid_funcs: set[str], constants: dict[str, str] | None = None) -> None:
+    def __init__(self, aliases: Aliases, grid_funcs: set[str], constants: _Texts | None = None) -> None:
         self.al = aliases
-        self.constants = constants or {}  # module-level `NAME = <expr>` (source text)
-        self._host_assigns: dict[str, str] = {}  # the launching function's `name = value`, latest first
+        self.constants = constants if constants is not None else _Texts(200)  # module-level `NAME = <expr>`
+        self._host_assigns = _Texts(400)  # the launching function's `name = value`, latest first
         self.grid_funcs = grid_funcs  # module-level callables usable as grids
         self.launches: list[Launch] = []
         self.calls: set[str] = set()
@@ -408,7 +433,7 @@ class _HostVisitor(Walker):
             self._first_launch = len(self.launches)
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
             self._host_seq, self._launch_nodes = [], {}
-            self._host_assigns = {}
+            self._host_assigns = _Texts(400)
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -430,7 +455,7 @@ class _HostVisitor(Walker):
         if self._top is not None:
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
-                    self._host_assigns[t.target.value] = host_code(node.value, 400)
+                    self._host_assigns[t.target.value] = node.value
         if isinstance(node.value, cst.Lambda):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
@@ -667,7 +692,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     aliases = Aliases()
     kernels: list[cst.FunctionDef] = []
     grid_funcs: set[str] = set()
-    constants: dict[str, str] = {}
+    constants = _Texts(200)
     constant_nodes: dict[str, cst.BaseExpression] = {}
 
     on_rocm: set[int] = set()  # id() of kernels defined in the body of an `if _is_hip:`
@@ -681,7 +706,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
                     elif isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None:
                         target = s.target if isinstance(s, cst.AnnAssign) else s.targets[0].target
                         if isinstance(target, cst.Name):
-                            constants[target.value] = host_code(s.value, 200)
+                            constants[target.value] = s.value
                             constant_nodes[target.value] = s.value
             elif isinstance(stmt, cst.FunctionDef):
                 if is_kernel(stmt, aliases):
@@ -733,7 +758,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
         facts.syntax = Syntax(func, positions, aliases)
         facts.launches = [ln for ln in host.launches if ln.kernel == facts.name]
         facts.module_calls = {c: 0 for c in sorted(host.calls)}
-        facts.module_constants = {n: v for n, v in constants.items() if n in facts.names}
+        facts.module_constants = {n: constants[n] for n in constants.nodes if n in facts.names}
         facts.backend_hint = hint or ("rocm" if id(func) in on_rocm else "")
         for d in facts.decorators:  # `@triton.autotune(configs=CONFIGS, ...)`: read the list
             ref = d.kwargs.get("configs", "")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from skel.kernels import dtypes
@@ -382,10 +383,31 @@ IDENT = re.compile(r"[A-Za-z_]\w*")
 
 def assign_targets(a) -> list[str]:
     """Plain variable names an assignment writes (`a, b = ...` gives both)."""
-    out: list[str] = []
-    for t in a.targets:
-        out += [x.strip(" ()") for x in t.split(",")]
-    return [x for x in out if IDENT.fullmatch(x)]
+    # asked of every assignment by many detectors (about a million times over a package):
+    # the answer depends on the target texts alone, so it is kept per texts (and copied,
+    # as callers may extend it)
+    key = tuple(a.targets)
+    names = _TARGETS.get(key)
+    if names is None:
+        out: list[str] = []
+        for t in a.targets:
+            out += [x.strip(" ()") for x in t.split(",")]
+        names = [x for x in out if IDENT.fullmatch(x)]
+        if len(_TARGETS) > 50_000:
+            _TARGETS.clear()
+        _TARGETS[key] = names
+    return list(names)
+
+
+_TARGETS: dict[tuple[str, ...], list[str]] = {}
+
+
+@lru_cache(maxsize=4096)
+def rx(pattern: str) -> re.Pattern[str]:
+    """``re.compile``, kept for patterns built per variable name (``r"\\b" + re.escape(n)``):
+    there are thousands of those, more than ``re``'s own cache holds, so ``re.search`` kept
+    compiling the same patterns again."""
+    return re.compile(pattern)
 
 
 def assign_calls(a) -> set[str]:

@@ -56,7 +56,7 @@ import re
 
 from skel.kernels.flow import flow_of
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines, soft
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines, rx, soft
 from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr
 from skel.skeletons.predicates.autotune import AUTOTUNED, autotune_multi_config, autotune_text
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
@@ -152,9 +152,9 @@ def grid_tiled_params(k) -> set[str]:
     out: set[str] = set()
     pid_rx = r"(?:tl\.program_id\([^()]*\)|tl\.cast\(\s*tl\.program_id\([^()]*\)[^()]*\)|" + "|".join(
         re.escape(p) for p in sorted(pids) or ["$^"]) + ")"
-    for m in re.finditer(pid_rx + r"\s*\*\s*(" + IDENT.pattern + ")", k.source):
+    for m in rx(pid_rx + r"\s*\*\s*(" + IDENT.pattern + ")").finditer(k.source):
         out.add(m.group(1))
-    for m in re.finditer("(" + IDENT.pattern + r")\s*\*\s*" + pid_rx + r"(?!\w)", k.source):
+    for m in rx("(" + IDENT.pattern + r")\s*\*\s*" + pid_rx + r"(?!\w)").finditer(k.source):
         out.add(m.group(1))
     return out
 

@@ -263,15 +263,30 @@ def _name_lanes(fl) -> dict[str, Lanes]:
     # `x *= 2`, `x //= n` ... change x's lanes; `x += s` is folded in by the merge of defs
     scaled = {n for n, defs in order if any(d.aug and d.op not in ("+=", "-=") for d in defs)}
     env: dict[str, Lanes] = {}
+    # A definition's lanes depend only on the lanes of the names its value reads, so one is
+    # evaluated again only when one of those changed since it last was: the same sweeps and
+    # the same fixpoint, without re-deriving every unchanged definition in each sweep.
+    reads = {id(d): names_in(d.value) for _, defs in order for d in defs}
+    changed_at: dict[str, int] = {}  # name -> the step of its latest change
+    kept: dict[int, tuple[int, Lanes]] = {}  # id(def) -> (the step it was evaluated at, its lanes)
+    step = 0
     for _ in range(12):
         changed = False
         for n, defs in order:
-            lanes = _worst(*(_lanes(d.value, env) for d in defs))
+            parts = []
+            for d in defs:
+                hit = kept.get(id(d))
+                if hit is None or any(changed_at.get(r, -1) > hit[0] for r in reads[id(d)]):
+                    hit = kept[id(d)] = (step, _lanes(d.value, env))
+                parts.append(hit[1])
+            lanes = _worst(*parts)
             if n in scaled:
                 lanes = _broken(lanes)
             if env.get(n) != lanes:
                 env[n] = lanes
                 changed = True
+                step += 1
+                changed_at[n] = step
         if not changed:
             break
     fl.memo["contiguity-lanes"] = env

@@ -55,7 +55,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, custom, param
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, param, rx
 from skel.skeletons.predicates.dots import HAS_DOT
 from skel.skeletons.predicates.host import ELEMENTWISE_OUTPUT_OP, calls_after_launch, launch_lines, launched_here
 from skel.skeletons.predicates.names import IDENT
@@ -103,9 +103,9 @@ def _pure_accumulation(body, name: str) -> bool:
         if a.op == "+=" or a.op == "-=":
             continue
         rest = a.value.replace(" ", "")
-        if re.search(r"\b" + re.escape(name) + r"\s*\*", a.value) or re.search(r"\*\s*" + re.escape(name) + r"\b", a.value):
+        if rx(r"\b" + re.escape(name) + r"\s*\*").search(a.value) or rx(r"\*\s*" + re.escape(name) + r"\b").search(a.value):
             return False
-        if not (re.search(r",\s*(acc\s*=\s*)?" + re.escape(name) + r"\s*(,[^()]*)?\)\s*$", a.value)
+        if not (rx(r",\s*(acc\s*=\s*)?" + re.escape(name) + r"\s*(,[^()]*)?\)\s*$").search(a.value)
                 or rest.startswith(name + "+") or rest.endswith("+" + name)):
             return False
     return True

@@ -49,11 +49,12 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import assign_calls, assign_targets, custom, split_top
+from skel.skeletons.conditions import assign_calls, assign_targets, custom, rx, split_top
 from skel.skeletons.predicates.dots import no_dot
 from skel.skeletons.predicates.names import IDENT
 
 _BV = r"(BV|BLOCK_V|BLOCK_DV|BLOCK_SIZE_V|BLOCK_D_V)"
+_TIMES_BV = re.compile(r"\*\s*" + _BV + r"\b")
 _NORM_GATE = {"tl.sqrt", "tl.rsqrt", "tl.exp", "tl.exp2", "exp", "exp2", "tl.sigmoid", "sigmoid", "softplus",
               "tl.log", "log", "tl.math.rsqrt", "tl.math.exp2", "l2norm", "rsqrt", "sqrt", "logsigmoid"}
 _PURE = {".to", "tl.cdiv", "triton.cdiv", "cdiv"}
@@ -95,7 +96,10 @@ def _v_axes(k) -> set[str]:
         uses = [a.value for a in k.assigns if t in a.names]
         if not uses:
             continue
-        if all(re.search(r"\b" + re.escape(t) + r"\s*\*\s*" + _BV + r"\b", u) for u in uses):
+        if not all(_TIMES_BV.search(u) for u in uses):  # cheap: what the pattern below ends with
+            continue
+        scaled = rx(r"\b" + re.escape(t) + r"\s*\*\s*" + _BV + r"\b")
+        if all(scaled.search(u) for u in uses):
             axes.add(t)
     return axes
 

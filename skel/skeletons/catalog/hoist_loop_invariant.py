@@ -88,13 +88,16 @@ def _reads(a) -> set[str]:
 def _variant(k, lp) -> set[str]:
     """Names whose value can differ between iterations of ``lp``."""
     body = sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line)
+    # each assignment's targets and reads, derived once: the sweeps below ask again and again
+    targets = [assign_targets(a) for a in body]
+    reads = [_reads(a) for a in body]
     first: dict[str, int] = {}
-    for a in body:
-        for t in assign_targets(a):
+    for a, ts in zip(body, targets):
+        for t in ts:
             first.setdefault(t, a.line)
     reads_at: dict[str, int] = {}
-    for a in body:
-        for n in _reads(a):
+    for a, rs in zip(body, reads):
+        for n in rs:
             reads_at.setdefault(n, a.line)
     for c in k.calls:
         if lp.line <= c.line <= lp.end_line:
@@ -103,16 +106,16 @@ def _variant(k, lp) -> set[str]:
                     reads_at[n] = min(reads_at.get(n, c.line), c.line)
     variant = set(lp.targets)
     variant |= {t for inner in k.loops if lp.line < inner.line <= lp.end_line for t in inner.targets}
-    for a in body:  # carried: read before (or by) its first reassignment, or updated in place
-        for t in assign_targets(a):
+    for a, ts in zip(body, targets):  # carried: read before (or by) its first reassignment, or updated in place
+        for t in ts:
             if a.op != "=" or (t in reads_at and reads_at[t] <= first[t]):
                 variant.add(t)
     changed = True
     while changed:
         changed = False
-        for a in body:
-            if _reads(a) & variant:
-                new = set(assign_targets(a)) - variant
+        for ts, rs in zip(targets, reads):
+            if rs & variant:
+                new = set(ts) - variant
                 if new:
                     variant |= new
                     changed = True

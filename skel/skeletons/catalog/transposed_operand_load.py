@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import custom
+from skel.skeletons.conditions import custom, rx
 from skel.skeletons.predicates.names import IDENT
 
 #: `tl.trans(x)`, `x.T`, `tl.permute(x, (1, 0))`, `x.trans()` -> x.
@@ -84,7 +84,7 @@ def _transposed_name(text: str, defs: dict[str, list]) -> str | None:
 def _data_names(a) -> list[str]:
     """Names whose values an assignment reads: `x.dtype` (a cast target) reads no data."""
     return [n for n in a.names
-            if re.search(r"\b" + re.escape(n) + r"\b(?!\s*\.\s*(dtype|shape)\b)", a.value)]
+            if rx(r"\b" + re.escape(n) + r"\b(?!\s*\.\s*(dtype|shape)\b)").search(a.value)]
 
 
 def _loaded_roots(name: str, defs: dict[str, list], hops: int = 3) -> set[str] | None:

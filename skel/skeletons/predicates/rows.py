@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from skel.skeletons.conditions import calls, custom
+from skel.skeletons.conditions import calls, custom, rx
 from skel.skeletons.predicates.programs import pid_names
 from skel.skeletons.predicates.tiles import BROADCAST_2D
 
@@ -29,12 +29,16 @@ def _one_row_per_program(k) -> list[int]:
         return []
     texts = [(a.line, a.value) for a in k.assigns] + [(c.line, a) for c in k.calls for a in c.args]
     hits = []
+    patterns = [(p, rx(r"\b" + re.escape(p) + r"\b\s*\*\s*(" + _DOTTED_NAME + ")"),
+                 rx("(" + _DOTTED_NAME + r")\s*\*\s*\b" + re.escape(p) + r"\b")) for p in pids]
     for line, text in texts:
-        for p in pids:
-            for m in re.finditer(r"\b" + re.escape(p) + r"\b\s*\*\s*(" + _DOTTED_NAME + ")", text):
+        for p, times_stride, stride_times in patterns:
+            if p not in text:  # both patterns spell the name out
+                continue
+            for m in times_stride.finditer(text):
                 if _STRIDE.fullmatch(m.group(1).split(".")[-1]) and "tl.arange" not in text:
                     hits.append(line)
-            for m in re.finditer("(" + _DOTTED_NAME + r")\s*\*\s*\b" + re.escape(p) + r"\b", text):
+            for m in stride_times.finditer(text):
                 if _STRIDE.fullmatch(m.group(1).split(".")[-1]) and "tl.arange" not in text:
                     hits.append(line)
     return hits
