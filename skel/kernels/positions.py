@@ -33,7 +33,7 @@ class _OffsetState(CodegenState):
     def __init__(self, module_like: cst.Module) -> None:
         super().__init__(default_indent=module_like.default_indent,
                          default_newline=module_like.default_newline)
-        self.add_token = self.tokens.append  # type: ignore[method-assign]
+        self.add_token = self.tokens.append  # type: ignore[method-assign, assignment]
         # keyed by id(node): libcst nodes hash in Python, ids are free (the tree outlives us).
         # A node's line comes from its syntactic range when libcst records one (inside its
         # parentheses and owned whitespace), else from its span, as PositionProvider does.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Iterator
+from typing import Any, Iterator
 
 import libcst as cst
 
@@ -85,12 +85,13 @@ def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
 
 def dotted(node: cst.CSTNode) -> str:
     """``a.b.c`` for Name/Attribute chains, "" otherwise."""
-    t = type(node)  # exact types: libcst never subclasses these, and isinstance is slow
+    n: Any = node  # Any: the exact-type tests below narrow what mypy cannot see
+    t = type(n)  # exact types: libcst never subclasses these, and isinstance is slow
     if t is cst.Name:
-        return node.value
+        return n.value
     if t is cst.Attribute:
-        base = dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else ""
+        base = dotted(n.value)
+        return f"{base}.{n.attr.value}" if base else ""
     return ""
 
 
@@ -98,7 +99,7 @@ def name_reads(node: cst.CSTNode) -> list[cst.Name]:
     """Variable reads below ``node``: Names, but not the ``attr`` of ``a.attr``, the keyword
     of ``f(k=v)`` or a lambda's parameter names."""
     found: list[cst.Name] = []
-    stack = [node]
+    stack: list[Any] = [node]  # Any: the exact-type tests below narrow what mypy cannot see
     while stack:
         n = stack.pop()
         t = type(n)  # exact types, as in `dotted`
