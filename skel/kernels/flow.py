@@ -15,6 +15,7 @@ from typing import Any
 
 import libcst as cst
 
+from skel.kernels import tree
 from skel.kernels.tree import call_args, children, dotted, keyword_arg
 
 _NOT_VARS = {"tl", "triton", "None", "True", "False"}
@@ -82,17 +83,7 @@ def walk(expr: Node) -> tuple[Node, ...]:
 
 
 def _nodes(expr: Node) -> tuple[Node, ...]:
-    # `tree.walk` unrolled into a list: no generator frame per node
-    out: list[Node] = []
-    stack: list[Node] = [expr]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        kids = children(n)
-        if kids:
-            kids.reverse()
-            stack.extend(kids)
-    return tuple(out)
+    return tuple(tree.walk(expr))
 
 
 def calls_in(expr: Node) -> list[cst.Call]:
@@ -101,19 +92,9 @@ def calls_in(expr: Node) -> list[cst.Call]:
 
 
 def _calls_in(expr: Node) -> tuple[cst.Call, ...]:
-    # its own walk, keeping only the calls: most expressions asked for their calls are
+    # a walk of its own keeping only the calls: most expressions asked for their calls are
     # never walked whole, and keeping every node of each would cost more than the walk
-    out: list[cst.Call] = []
-    stack: list[Node] = [expr]
-    while stack:
-        n = stack.pop()
-        if type(n) is cst.Call:
-            out.append(n)
-        kids = children(n)
-        if kids:
-            kids.reverse()
-            stack.extend(kids)
-    return tuple(out)
+    return tuple(tree.descendants(expr, cst.Call))
 
 
 def args_of(call: cst.Call) -> list[cst.BaseExpression]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Iterator
+from typing import Any
 
 import libcst as cst
 
@@ -148,12 +148,16 @@ class Walker:
             leave(node)
 
 
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and everything below it, in source order."""
+def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node`` and everything below it, in source order (a list: no generator frame per
+    node, and the data-flow view keeps it)."""
+    out: list[cst.CSTNode] = []
     stack = [node]
     while stack:
         n = stack.pop()
-        yield n
+        out.append(n)
         kids = children(n)
-        kids.reverse()
-        stack.extend(kids)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
+    return out
