@@ -381,6 +381,9 @@ def dot_operands_lowp(call: Call, k: KernelFacts) -> bool:
 IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
+_TARGETS: dict[tuple[str, ...], list[str]] = {}  # assign_targets' answers, by target texts
+
+
 def assign_targets(a) -> list[str]:
     """Plain variable names an assignment writes (`a, b = ...` gives both)."""
     # asked of every assignment by many detectors (about a million times over a package):
@@ -397,9 +400,6 @@ def assign_targets(a) -> list[str]:
             _TARGETS.clear()
         _TARGETS[key] = names
     return list(names)
-
-
-_TARGETS: dict[tuple[str, ...], list[str]] = {}
 
 
 @lru_cache(maxsize=4096)
