@@ -156,6 +156,25 @@ def test_round_trip_through_dict(kernels):
     assert KernelFacts.from_dict(k.to_dict()) == k
 
 
+def test_to_dict_is_dataclasses_asdict_without_the_tree():
+    """``to_dict`` copies the facts' records one level deep (they hold flat lists and dicts
+    only), which must give what ``dataclasses.asdict`` gives, on every fixture kernel."""
+    import dataclasses
+    from pathlib import Path
+
+    import skel.skeletons as skeletons
+
+    compared = 0
+    for path in sorted((Path(skeletons.__file__).parent / "fixtures").glob("*.py")):
+        for k in extract_file(path.read_text(), path.name):
+            reference = {f.name: getattr(k, f.name) for f in dataclasses.fields(k) if f.name != "syntax"}
+            reference = {key: [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in v]
+                         if isinstance(v, list) else v for key, v in reference.items()}
+            assert k.to_dict() == reference, (path.name, k.name)
+            compared += 1
+    assert compared > 100
+
+
 def test_wrapper_autotuner_counts_as_autotune():
     src = '''
 import triton

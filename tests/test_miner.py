@@ -240,6 +240,7 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
     embedded by the embedder itself, each text gets its own vector in order, and an
     error of the embedder surfaces when the vectors are asked for."""
     import threading
+    import time
 
     from skel.miner.mine import Embedding
 
@@ -284,6 +285,29 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
     finally:
         emb.close()
 
+    # a write asks only for its own files' vectors: batches it does not need stay with
+    # the thread, which embeds them meanwhile (the store's later batches find them ready)
+    gate.clear()
+    running.clear()
+    Twin.seen, Full.seen = [], []
+    emb = Embedding(Full())
+    try:
+        emb.submit(["first"])
+        assert running.wait(5), "the thread took the first batch"
+        emb.submit(["needed now"])
+        emb.submit(["needed later"])
+        assert emb.get(["needed now"]) == hash_embedder.embed(["needed now"])
+        assert Full.seen == ["needed now"], "the queued batch a write needs is embedded at full speed"
+        gate.set()
+        deadline = time.monotonic() + 5
+        while "needed later" not in Twin.seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert emb.get(["needed later", "first"]) == hash_embedder.embed(["needed later", "first"])
+        assert Twin.seen == ["first", "needed later"], "a batch nobody asked for stays with the thread"
+        assert Full.seen == ["needed now"]
+    finally:
+        emb.close()
+
     class Broken:
         name = "broken"
 
@@ -299,8 +323,6 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
         emb.close()
 
     # an interrupted mine closes the embedding at once, whatever the thread is doing
-    import time
-
     stuck = threading.Event()
 
     class Stuck:
@@ -318,3 +340,26 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
     assert time.monotonic() - t < 1
     assert emb._thread.daemon, "a thread that never holds up the interpreter's exit"
     stuck.set()
+
+
+def test_a_parser_worker_keeps_no_tree_between_files():
+    """The data-flow view's answers hold their nodes: a worker drops them after each file,
+    or it would carry every tree it has analysed."""
+    from skel.kernels import flow
+    from skel.miner.mine import _extract
+
+    source = (
+        "import triton\nimport triton.language as tl\n\n@triton.jit\n"
+        "def k(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n"
+    )
+    from skel.kernels.triton import extract_file
+    from skel.miner.mine import tag_lines
+
+    for k in extract_file(source, "k.py"):
+        tag_lines(k)
+    assert flow._MEMO, "tagging keeps answers per node (else this test shows nothing)"
+    rel, value = _extract(("k.py", source, []))
+    assert isinstance(value, list) and value[0]["facts"]["name"] == "k"
+    assert not flow._MEMO

@@ -12,7 +12,7 @@ import pytest
 from conftest import run_skel, write
 from skel.miner import walk
 from skel.miner.mine import mine
-from skel.miner.sources import DirectorySource, GitSource, PackageSource, Source
+from skel.miner.sources import DirectorySource, GitSource, PackageSource, Source, resolve_package
 
 KERNEL = '''
 import triton
@@ -248,6 +248,29 @@ def test_package_source_is_the_walk_under_the_package_name(tmp_path, monkeypatch
     assert [i.rel for i in single.items()] == ["onefile.py"]
     with pytest.raises(FileNotFoundError, match="not installed"):
         PackageSource("no_such_package_xyz")
+
+
+def test_a_package_s_distribution_is_found_beside_it(tmp_path, monkeypatch):
+    """The distribution comes from the package's own directory: by top_level.txt, else by
+    RECORD (wheels built without top_level.txt), else, when no metadata is there (an
+    editable install), from every installed distribution."""
+    site = tmp_path / "site"
+    write(site / "viarecord" / "__init__.py", "")
+    write(site / "other_dist-2.0.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: other-dist\nVersion: 2.0\n")
+    write(site / "other_dist-2.0.dist-info" / "top_level.txt", "unrelated\n")
+    write(site / "record_only-0.5.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: record-only\nVersion: 0.5\n")
+    write(site / "record_only-0.5.dist-info" / "RECORD",
+          "viarecord/__init__.py,,\nrecord_only-0.5.dist-info/METADATA,,\n")
+    write(site / "lonely.py", "")
+    write(site / "lone_mod-3.1.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: lone-mod\nVersion: 3.1\n")
+    write(site / "lone_mod-3.1.dist-info" / "RECORD", "lonely.py,,\n")
+    write(site / "nometa" / "__init__.py", "")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+
+    assert resolve_package("viarecord")[1:] == ("record-only", "0.5")
+    assert resolve_package("lonely")[1:] == ("lone-mod", "3.1")
+    assert resolve_package("nometa")[1:] == ("nometa", "unknown"), "no distribution: the import name"
 
 
 def test_mine_takes_a_source(tmp_path, kb):

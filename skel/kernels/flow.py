@@ -53,6 +53,13 @@ def _memo(kind: str, node: Node, compute):
     return value
 
 
+def forget() -> None:
+    """Drop the kept answers. They hold their nodes, and so the trees those belong to: a
+    mine's parser worker calls this after each file, so it does not carry every tree it
+    has analysed (memory, and the garbage collector's walks over it)."""
+    _MEMO.clear()
+
+
 def names_in(expr: Node) -> set[str]:
     """Variables ``expr`` reads (not attribute names, keywords or lambda parameters)."""
     return set(_memo("names", expr, _names_in))

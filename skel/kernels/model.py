@@ -11,7 +11,7 @@ from the same tree instead of parsing again.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -243,10 +243,23 @@ def _param_shape(name: str) -> str:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, list):
-        return [asdict(v) if hasattr(v, "__dataclass_fields__") else v for v in value]
+        return [_record(v) if hasattr(v, "__dataclass_fields__") else v for v in value]
     if isinstance(value, dict):
         return dict(value)
     return value
+
+
+def _record(item: Any) -> dict:
+    """``dataclasses.asdict`` of a Call, Loop, Param ...: their fields hold strings, numbers
+    and flat lists or dicts of those, so a one-level copy gives the same dict. asdict
+    deep-copies every value on its way, and a mine converts tens of thousands of these."""
+    out = dict(item.__dict__)
+    for key, x in out.items():
+        if type(x) is list:
+            out[key] = list(x)
+        elif type(x) is dict:
+            out[key] = dict(x)
+    return out
 
 
 @dataclass

@@ -74,6 +74,7 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
     built from the parsed tree: the file is parsed once, and only plain data crosses the
     process boundary and lands in the cache."""
     rel, text, tables = job
+    from skel.kernels import flow
     from skel.kernels.extract import extract, language_of
     from skel.kernels.guard import refusal
     from skel.kernels.model import ParseError
@@ -97,6 +98,8 @@ def _extract(job: tuple[str, str, list[str]]) -> tuple[str, list[dict] | str]:
         return rel, "out of memory while parsing"
     except Exception as exc:  # noqa: BLE001 - one bad file never aborts a mine
         return rel, f"extractor failed: {type(exc).__name__}: {exc}"
+    finally:
+        flow.forget()  # the next file's nodes are new ones: this file's answers are done with
 
 
 class FactsCache:
@@ -154,6 +157,8 @@ def _transient(value: list[dict] | str) -> bool:
 def _serve(conn, fn: Callable) -> None:
     """A parser worker: imports what parsing needs, says "ready" (so a file's time limit
     never counts a slow start), then one job in, ``fn(job)`` out, until told to stop."""
+    import gc
+
     try:
         from skel.kernels import cuda, triton  # noqa: F401 - the imports are the warm-up
         from skel.skeletons.registry import all_skeletons
@@ -161,6 +166,14 @@ def _serve(conn, fn: Callable) -> None:
         all_skeletons()
     except Exception:  # noqa: BLE001 - the first job reports what is broken, per file
         pass
+    # What a job allocates (a tree, its data-flow view, some of it in reference cycles) is
+    # garbage once its answer is sent; what the imports made lives on. So the collector
+    # never walks the latter again (freeze), stays off during a job, and clears the young
+    # generations after each. On fla + liger that spent less time collecting than the
+    # default thresholds did, and a job's garbage cycles no longer outlive it (they reached
+    # the old generation, which is rarely collected, and piled up there).
+    gc.freeze()
+    gc.disable()
     try:
         conn.send("ready")
     except OSError:
@@ -171,8 +184,12 @@ def _serve(conn, fn: Callable) -> None:
         except (EOFError, OSError):
             return
         if job is None:
-            return
+            # nothing to flush or save (results went back through the pipe): skip the
+            # interpreter's teardown, which frees a worker's heap object by object
+            conn.close()
+            os._exit(0)
         conn.send(fn(job))
+        gc.collect(1)
 
 
 class _Worker:
@@ -191,6 +208,11 @@ class _Worker:
         return f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
 
     def stop(self, kill: bool = False) -> None:
+        self.signal(kill)
+        self.reap()
+
+    def signal(self, kill: bool = False) -> None:
+        """Tell it to end (or kill it) without waiting for it to."""
         try:
             if kill:
                 self.proc.kill()
@@ -198,6 +220,9 @@ class _Worker:
                 self.conn.send(None)
         except OSError:
             pass
+
+    def reap(self) -> None:
+        """Wait for it to end (killing it after 5 s), and close its pipe."""
         self.proc.join(timeout=5)
         if self.proc.is_alive():
             self.proc.kill()
@@ -265,8 +290,17 @@ def isolated(jobs_in: list[tuple[str, str, list[str]]], workers: int,
                     pool[i] = _Worker(ctx, fn)
                     yield idx, (rel, f"{_TIMED_OUT} (over {seconds:g}s); the file is skipped")
     finally:
+        # every worker told first, then waited for: they wind down side by side
         for w in pool:
-            w.stop(kill=w.job is not None or not w.ready)
+            w.signal(kill=w.job is not None or not w.ready)
+        for w in pool:
+            w.reap()
+
+
+def parse_order(files: list[SourceFile]) -> list[SourceFile]:
+    """The order files go to the parser workers: largest first, so neither worker is left
+    with a big file at the end while the other idles (ties by path, for a fixed order)."""
+    return sorted(files, key=lambda f: (-len(f.text), f.rel))
 
 
 def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
@@ -293,8 +327,7 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
     if progress:
         progress(done, total, "parse")
     if jobs > 1 and len(todo) > 4:
-        # largest files first keeps both workers busy until the end
-        order = sorted(todo, key=lambda f: -len(f.text))
+        order = parse_order(todo)
         jobs_in = [(f.rel, f.text, f.config_tables) for f in order]
         for i, (rel, value) in isolated(jobs_in, jobs, PARSE_SECONDS):
             f = order[i]
@@ -335,9 +368,12 @@ class Embedding:
     runtimes release the GIL), so the model loads and embeds during the parse. Beside
     the busy workers it runs on one thread that never spins idle when the embedder
     offers one (``sharing_cores``): with every core already parsing, more threads only
-    take turns with the workers. ``get`` then embeds what the thread has not started
-    with the embedder's full threads. Nothing is written to the store from here: vectors
-    are only attached to records in the write loop, in the same order as before."""
+    take turns with the workers. When the parse ends the thread is some files behind:
+    the store writes the files in the order they were parsed (``parse_order``), so its
+    first batches find their vectors ready and are written while the thread embeds the
+    last files' kernels; ``get`` takes back only the queued batches a write needs, and
+    embeds those with the embedder's full threads. Nothing is written to the store from
+    here: vectors are only attached to records in the write loop."""
 
     def __init__(self, embedder: Embedder) -> None:
         import queue
@@ -376,17 +412,25 @@ class Embedding:
             self._queue.put((texts, future))
 
     def get(self, texts: list[str]) -> list[list[float]]:
-        """The vectors of ``texts``; those the thread has not started, or that were never
-        submitted, are embedded now. An error of the embedder (a missing model, say) is
-        raised here, before anything is written."""
-        # newest first, so a queued batch never starts while an older one is waited for
-        started = [(done, future) for done, future in reversed(self._pending) if not future.cancel()]
-        for done, future in started:
-            self._vectors.update(zip(done, future.result()))
-        self._pending.clear()
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            self._vectors.update(zip(missing, self.embedder.embed(missing)))
+        """The vectors of ``texts``. Only the batches holding them are touched: one the
+        thread has not started is taken back and embedded here, with the embedder's full
+        threads, with whatever was never submitted; one it is running is waited for. The
+        other batches stay queued, so the thread embeds them while the caller writes what
+        it has (the store writes batch by batch). An error of the embedder (a missing
+        model, say) is raised here, before anything is written."""
+        wanted = {t for t in texts if t not in self._vectors}
+        needed = [(done, future) for done, future in self._pending if not wanted.isdisjoint(done)]
+        # every needed batch taken back before any is waited for: the thread must not start
+        # one of them while we wait on another
+        taken = [t for done, future in needed if future.cancel() for t in done]
+        for done, future in needed:
+            if not future.cancelled():
+                self._vectors.update(zip(done, future.result()))
+        held = {id(future) for _, future in needed}
+        self._pending = [(d, f) for d, f in self._pending if id(f) not in held]
+        now = list(dict.fromkeys(taken + [t for t in texts if t not in self._vectors]))
+        if now:
+            self._vectors.update(zip(now, self.embedder.embed(now)))
         return [self._vectors[t] for t in texts]
 
     def close(self) -> None:
@@ -547,6 +591,10 @@ def _store(kb: KnowledgeBase, source: Source, report: MineReport, changed: list[
         value = facts.get(f.rel, [])
         if isinstance(value, str):
             report.skipped.append(Skipped(f.rel, value))
+    # written in the order they were parsed, so the kernels embedded first (as their facts
+    # arrived) are written first; any order is as safe (see the module's docstring), and a
+    # fixed one keeps two mines of the same code alike
+    for f in parse_order(changed):
         writes.append((f, kernels_of.get(f.rel, [])))
 
     if removed:

@@ -142,13 +142,34 @@ def resolve_package(name: str) -> tuple[Path, str, str]:
         root = Path(spec.origin)
     else:
         raise FileNotFoundError(f"package {name!r} has no files on disk")
-    dists = importlib.metadata.packages_distributions().get(name, [])
-    dist = dists[0] if dists else name
+    dist = _distribution_beside(name, root)
+    if dist is None:  # an editable install, say: its metadata lives elsewhere
+        dists = importlib.metadata.packages_distributions().get(name, [])
+        dist = dists[0] if dists else name
     try:
         version = importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     return root, dist, version
+
+
+def _distribution_beside(name: str, root: Path) -> str | None:
+    """The distribution installed in the same directory as ``root`` that provides ``name``
+    (by its ``top_level.txt``, else its ``RECORD``), or None. ``packages_distributions()``
+    answers the same by building the file list of every installed distribution (a quarter
+    of a second with torch and its kin installed, on every `skel mine --package`)."""
+    entry = f"\n{name}/" if root.is_dir() else f"\n{root.name},"
+    try:
+        for d in importlib.metadata.distributions(path=[str(root.parent)]):
+            top = d.read_text("top_level.txt")
+            if top is not None:
+                if name in top.split():
+                    return d.name
+            elif entry in "\n" + (d.read_text("RECORD") or ""):
+                return d.name
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def git_version(root: Path) -> str | None:
