@@ -156,8 +156,8 @@ def resolve_package(name: str) -> tuple[Path, str, str]:
 def _distribution_beside(name: str, root: Path) -> str | None:
     """The distribution installed in the same directory as ``root`` that provides ``name``
     (by its ``top_level.txt``, else its ``RECORD``), or None. ``packages_distributions()``
-    answers the same by building the file list of every installed distribution (a quarter
-    of a second with torch and its kin installed, on every `skel mine --package`)."""
+    answers the same by building the file list of every installed distribution, which is
+    slow beside torch and its kin, on every `skel mine --package`."""
     entry = f"\n{name}/" if root.is_dir() else f"\n{root.name},"
     try:
         for d in importlib.metadata.distributions(path=[str(root.parent)]):
