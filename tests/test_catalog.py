@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from skel.kernels.extract import extract
@@ -11,6 +13,16 @@ SKELETONS = registry.all_skeletons()
 FIXTURE_FILES = sorted(f for suffix in ("py", "cu", "cuh", "cpp") for f in registry.FIXTURES_DIR.glob(f"*.{suffix}"))
 EXPECTATIONS = [e for f in FIXTURE_FILES for e in expectations.read(f)]
 KERNELS = {str(f): expectations.kernels_by_name(f) for f in FIXTURE_FILES}
+# (file, kernel, skeleton) of every `near` line: an `ok` kernel may be a near miss only there
+NEAR = {(e.path, e.kernel, e.skeleton_id) for e in EXPECTATIONS if e.kind == "near"}
+# `ok` kernels that `skel suggest` does list as near misses today, against their fixture:
+# known defects, reported as expected failures until the skeleton stops listing them
+NEAR_AGAINST_FIXTURE = {
+    ("autotune_configs.py", "prefix_match_scan", "autotune-configs"):
+        "BLOCK is bookkeeping, not a tile, yet the soft tile-loop condition is the only one it misses",
+    ("autotune_configs.py", "combine_four_splits", "autotune-configs"):
+        "a fixed four-split loop, yet the soft tile-loop condition is the only one it misses",
+}
 
 
 def test_catalog_size_and_spread():
@@ -43,6 +55,16 @@ def test_fixture_expectation(exp):
     elif exp.kind == "ok":
         assert not (a.present is None and not a.failed and ruled_out is None), \
             f"near miss matched: {[str(h) for h in a.matched]}"
+        if (exp.path, exp.kernel, exp.skeleton_id) not in NEAR:
+            # `skel suggest` lists near misses (when nothing fits better): an `ok` kernel
+            # must not be one unless its fixture says so with a `near` line
+            near = a.present is None and a.kind == "near-miss" and ruled_out is None
+            known = NEAR_AGAINST_FIXTURE.get((Path(exp.path).name, exp.kernel, exp.skeleton_id))
+            if known:
+                assert near, "no longer a near miss: take it out of NEAR_AGAINST_FIXTURE"
+                pytest.xfail(f"known defect: {known}")
+            assert not near, \
+                f"suggested as a near miss (missing: {[str(m) for m in a.missing]}); mark it `near` if meant"
     elif exp.kind == "near":
         assert a.present is None, f"technique wrongly detected as present: {a.present}"
         assert a.kind == "near-miss" and len(a.missing) == 1, f"not a near miss: failed {a.failed}"

@@ -3,7 +3,8 @@
 A comment line directly above a kernel (above its decorators) says what must happen::
 
     # skel: match <id>   the skeleton must be suggested for this kernel
-    # skel: ok <id>      a near miss: the skeleton must NOT be suggested
+    # skel: ok <id>      the skeleton must NOT be suggested: neither a full match nor, unless
+                         a `near` line says it is one, a near miss
     # skel: uses <id>    the miner must detect the technique as already present
     # skel: near <id>    a near miss: not a full match, but suggested below the matches,
                          naming the one (soft) precondition that is missing
