@@ -346,7 +346,8 @@ def test_a_parser_worker_keeps_no_tree_between_files():
     """The data-flow view's answers hold their nodes: a worker drops them after each file,
     or it would carry every tree it has analysed."""
     from skel.kernels import flow
-    from skel.miner.mine import _extract
+    from skel.kernels.triton import extract_file
+    from skel.miner.mine import _extract, tag_lines
 
     source = (
         "import triton\nimport triton.language as tl\n\n@triton.jit\n"
@@ -354,9 +355,7 @@ def test_a_parser_worker_keeps_no_tree_between_files():
         "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
         "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n"
     )
-    from skel.kernels.triton import extract_file
-    from skel.miner.mine import tag_lines
-
+    flow.forget()
     for k in extract_file(source, "k.py"):
         tag_lines(k)
     assert flow._MEMO, "tagging keeps answers per node (else this test shows nothing)"
