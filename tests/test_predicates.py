@@ -197,6 +197,22 @@ def test_no_dot_with_a_reason_says_why():
     assert holds(cond, kernel(ROW_NORM)) and not holds(cond, kernel(MATMUL))
 
 
+def test_gemm_loop_is_a_dot_or_a_scaled_dot_in_a_loop():
+    scaled = kernel('''
+    @triton.jit
+    def mxfp4_gemm(a_ptr, b_ptr, as_ptr, bs_ptr, c_ptr, K, BK: tl.constexpr):
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((32, 32), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + k + rk[None, :])
+            b = tl.load(b_ptr + k + rk[:, None])
+            acc = tl.dot_scaled(a, tl.load(as_ptr + k), "e2m1", b, tl.load(bs_ptr + k), "e2m1", acc)
+        tl.store(c_ptr + tl.arange(0, 32), tl.sum(acc, 1))
+    ''')
+    assert holds(dots.GEMM_LOOP, kernel(MATMUL_LOOP)) and holds(dots.GEMM_LOOP, scaled)
+    assert not holds(dots.GEMM_LOOP, kernel(ROW_NORM)) and not holds(dots.HAS_DOT, scaled)
+
+
 # --- autotune --------------------------------------------------------------------------
 
 def test_autotuned():

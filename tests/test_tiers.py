@@ -328,3 +328,45 @@ def test_a_whole_file_embeds_and_queries_once_and_ranks_as_kernel_by_kernel(tmp_
     suggest(path, kb, embedder=Counting())
     suggest(path, kb, embedder=Counting())
     assert calls == [2]
+
+
+SUMS_NAMED_FOR_EXP2 = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def exp2_log2e_folded_softmax_scale_sum(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
+    # every word is exp2 folding's and a row reduction holds (one of its conditions), but
+    # there is no `exp` for log2(e) to fold into: a plain row sum
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x * x, axis=0))
+'''
+
+
+def test_a_related_candidate_needs_the_operation_it_rewrites(tmp_path):
+    """exp2 folding shares this kernel's words and one of its conditions (a row reduction)
+    holds on a line of it, but the kernel has no `exp`: the technique's subject is missing,
+    so it is not related to the kernel."""
+    k = write(tmp_path / "k.py", SUMS_NAMED_FOR_EXP2)
+    kf = expectations.kernels_by_name(k)["exp2_log2e_folded_softmax_scale_sum"]
+    s = registry.get("exp2-log2e-folding")
+    a = s.assess(kf)
+    assert s.subject is not None and s.subject.name.startswith("natural-exp")
+    assert a.kind is None and not a.subject_holds and a.matched, (a.failed, a.matched)
+    (res,) = suggest(k, None, k=50)
+    assert "exp2-log2e-folding" not in [x.id for x in res.suggestions], \
+        [(x.id, x.kind, x.lexical_score) for x in res.suggestions]
+
+
+def test_every_triton_skeleton_names_its_subject_first():
+    """The subject is the first precondition that is neither generic nor a negation; a
+    skeleton whose preconditions are only those has none, and words alone then relate it."""
+    for s in registry.all_skeletons():
+        subject = s.subject
+        if subject is None:
+            assert all(c.name == "kernel-entry" or c.name.startswith("~") for c in s.preconditions), s.id
+        else:
+            assert subject in s.preconditions and not subject.name.startswith("~"), s.id

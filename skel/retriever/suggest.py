@@ -358,11 +358,13 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     # docs and mined kernels); a C++ unit against a dozen CUDA skeletons always finds a
     # "best" word match, so its answers are structural only. Words alone are not enough:
     # like a near miss, a related technique needs one of its conditions to point at a line
-    # of the kernel (`_foothold`).
+    # of the kernel (`_foothold`), and the operation it rewrites must be there
+    # (`Skeleton.subject`: no exp2 folding for a kernel without `exp`).
     related = sorted((a for a in assessments if kf.language == "triton" and a.kind is None and a.env_ok
                       and a.present is None
                       and not a.ruled_out and lexical_top >= RELATED_FLOOR
-                      and lexical.get(a.skeleton.id, 0.0) >= RELATED_MIN and _foothold(a)),
+                      and lexical.get(a.skeleton.id, 0.0) >= RELATED_MIN and _foothold(a)
+                      and a.subject_holds),
                      key=lambda a: (-lexical.get(a.skeleton.id, 0.0), a.skeleton.id))[:RELATED_MAX]
     # the authors' own warnings drop a technique in every tier (match, refine, near miss, related)
     candidates, dropped = _ruled_out_by_authors(structural + related, kf)

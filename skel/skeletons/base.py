@@ -204,6 +204,9 @@ class Assessment:
     # a failed precondition is a hard negation ("no `**config` launch"): the kernel has what
     # the skeleton says rules the technique out, so no channel may suggest it
     ruled_out: bool = False
+    # the skeleton's subject (``Skeleton.subject``: the operation it rewrites) is in the
+    # kernel; False when it is missing (exp2 folding for a kernel with no `exp`)
+    subject_holds: bool = True
 
     @property
     def applies(self) -> bool:
@@ -253,6 +256,18 @@ class Skeleton:
     languages: tuple[str, ...] = ("triton",)
 
     @property
+    def subject(self) -> Condition | None:
+        """The operation the technique rewrites: the first precondition that is neither
+        generic (``kernel-entry``) nor a negation (``~dot``): `natural-exp` for exp2
+        folding, `tuned-block-sets-grid` for a grid lambda. Catalog entries list it first.
+        A technique whose subject is missing from a kernel is not related to it, whatever
+        words they share."""
+        for c in self.preconditions:
+            if c.name not in GENERIC_CONDITIONS and not c.name.startswith("~"):
+                return c
+        return None
+
+    @property
     def before(self) -> str:
         return self.template_source()[0] if self.template_source else ""
 
@@ -277,8 +292,10 @@ class Skeleton:
         if k.folded:
             present = None if present is None else [_in_helper(h, k) for h in present]
             matched = [_in_helper(h, k) for h in matched]
+        subject = self.subject
         a = Assessment(self, k.name, present, matched, [c.describe for c in failed], env_ok, notes,
-                       ruled_out=any(c.name.startswith("~") and not c.soft for c in failed))
+                       ruled_out=any(c.name.startswith("~") and not c.soft for c in failed),
+                       subject_holds=subject is None or all(c is not subject for c in failed))
         if present is not None:
             a.refine = [c.describe for c in self.refine if not c.holds(k)]
         elif len(failed) == 1 and failed[0].soft:

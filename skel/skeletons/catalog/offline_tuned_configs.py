@@ -52,8 +52,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom
+from skel.skeletons.conditions import custom
 from skel.skeletons.predicates.autotune import autotune_multi_config
+from skel.skeletons.predicates.dots import GEMM_LOOP
 from skel.skeletons.predicates.host import own_launches
 from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP
 
@@ -91,7 +92,6 @@ def _own_launch(k) -> list[int]:
 NOT_ATTENTION = ~ONLINE_SOFTMAX_LOOP
 TUNED_TABLE = custom("tuned-config-table",
                      "configs read from a tuned table file (`json.load` of a device/shape-named file)", _tuned_table)
-GEMM_LOOP = calls("tl.dot", in_loop=True, name="gemm-loop", describe="a `tl.dot` in a K loop (a GEMM)")
 LAUNCHED_HERE = custom("launched-here", "a launch of the kernel in its own file", _own_launch)
 WEIGHT_GEMM = custom("weight-gemm", "a GEMM over a weight of shape (N, K) (parameters `N` and `K`)", _weight_gemm,
                      signature=True)

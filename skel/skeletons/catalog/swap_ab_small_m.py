@@ -50,8 +50,9 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import calls, custom, uses_name
+from skel.skeletons.conditions import custom, uses_name
 from skel.skeletons.predicates.autotune import autotune_text
+from skel.skeletons.predicates.dots import GEMM_LOOP
 
 _M_TILE = r"BLOCK(_SIZE)?_M"
 _SMALL_M_CONFIG = re.compile(r"""['"]""" + _M_TILE + r"""['"]\s*:\s*(1|2|4|8|16)\b""")
@@ -91,7 +92,6 @@ def _transposed_accumulator(k) -> list[int]:
 SWAPPED = uses_name(r"(?i)swap_?ab\w*|should_enable_swap_ab|\w*_swap_ab\w*", name="swap-ab",
                     describe="a swap-AB path (`SWAP_AB`, `should_enable_swap_ab`)") | custom(
     "transposed-accumulator", "a C^T accumulator `tl.zeros((BLOCK_N, BLOCK_M))`", _transposed_accumulator)
-GEMM_LOOP = calls("tl.dot", in_loop=True, name="gemm-loop", describe="a `tl.dot` in a K loop (a GEMM)")
 SMALL_M = custom("small-m-config", "autotune configs with a small M tile (`BLOCK_SIZE_M: 16`)", _small_m_configs,
                  signature=True) | custom(
     "small-m-tile", "an M tile set small for small batches at launch (`BLOCK_M=16`, `next_power_of_2(M)`)",

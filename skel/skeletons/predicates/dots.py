@@ -20,3 +20,8 @@ def no_dot(why: str | None = None) -> Condition:
 
 #: No ``tl.dot`` in the kernel (see ``no_dot``).
 NO_DOT = no_dot()
+
+#: A GEMM: a ``tl.dot`` in a loop over K, or ``tl.dot_scaled`` (MX/fp4 operands with their
+#: scales; aiter's `_gemm_afp4_wfp4_kernel` is a GEMM with no plain ``tl.dot``).
+GEMM_LOOP = calls("tl.dot", "tl.dot_scaled", in_loop=True, name="gemm-loop",
+                  describe="a `tl.dot` or `tl.dot_scaled` in a K loop (a GEMM)")
