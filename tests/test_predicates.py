@@ -15,7 +15,7 @@ import pytest
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
 from skel.skeletons.predicates import (addresses, autotune, branches, dots, e8m0, host, loops, masks, names,
-                                       pointers, programs, rows, softmax_loops, splits, tiles)
+                                       pointers, programs, rows, scales, softmax_loops, splits, tiles)
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
@@ -211,6 +211,31 @@ def test_gemm_loop_is_a_dot_or_a_scaled_dot_in_a_loop():
     ''')
     assert holds(dots.GEMM_LOOP, kernel(MATMUL_LOOP)) and holds(dots.GEMM_LOOP, scaled)
     assert not holds(dots.GEMM_LOOP, kernel(ROW_NORM)) and not holds(dots.HAS_DOT, scaled)
+
+
+# --- scales ----------------------------------------------------------------------------
+
+def test_scaled_follows_the_value_not_its_address():
+    k = kernel('''
+    @triton.jit
+    def rows(x_ptr, y_ptr, n, stride, sm_scale, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < n, other=-float("inf"))
+        plain = tl.exp(tl.where(cols < n * 2, x - tl.max(x, 0), 0.0))
+        s = x
+        s *= sm_scale
+        aug = tl.exp(s - tl.max(s, 0))
+        direct = tl.exp((x - tl.max(x, 0)) / sm_scale)
+        tl.store(y_ptr + row * stride + cols, plain + aug + direct, mask=cols < n)
+    ''')
+    fl = flow_of(k)
+    exps = {c.line: args_of(c.node)[0] for c in fl.calls if c.name == "tl.exp"}
+    got = [scales.scaled(fl, arg) for _, arg in sorted(exps.items())]
+    # the address `row * stride` and the mask `cols < n * 2` are not on the value's path;
+    # `s *= sm_scale` and `/ sm_scale` are
+    assert got == [False, True, True]
+    assert "tl.load" in scales.OPAQUE_CALLS
 
 
 # --- autotune --------------------------------------------------------------------------

@@ -330,34 +330,37 @@ def test_a_whole_file_embeds_and_queries_once_and_ranks_as_kernel_by_kernel(tmp_
     assert calls == [2]
 
 
-SUMS_NAMED_FOR_EXP2 = '''
+STATIC_GRID_NAMED_FOR_GRID_LAMBDA = '''
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def exp2_log2e_folded_softmax_scale_sum(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
-    # every word is exp2 folding's and a row reduction holds (one of its conditions), but
-    # there is no `exp` for log2(e) to fold into: a plain row sum
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=0.0)
-    tl.store(out_ptr + row, tl.sum(x * x, axis=0))
+def autotune_grid_lambda_meta_block_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # named for a meta-dependent grid and launched on a fixed grid (one of its conditions),
+    # but nothing is autotuned: no tuned block size for a grid lambda to follow
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def scale(x, y, n):
+    autotune_grid_lambda_meta_block_scale[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
 '''
 
 
 def test_a_related_candidate_needs_the_operation_it_rewrites(tmp_path):
-    """exp2 folding shares this kernel's words and one of its conditions (a row reduction)
-    holds on a line of it, but the kernel has no `exp`: the technique's subject is missing,
-    so it is not related to the kernel."""
-    k = write(tmp_path / "k.py", SUMS_NAMED_FOR_EXP2)
-    kf = expectations.kernels_by_name(k)["exp2_log2e_folded_softmax_scale_sum"]
-    s = registry.get("exp2-log2e-folding")
+    """A grid lambda shares this kernel's words and one of its conditions (a launch on a
+    fixed grid) holds on a line of it, but nothing is autotuned: the technique's subject,
+    an autotuned block size that sets the grid, is missing, so it is not related."""
+    k = write(tmp_path / "k.py", STATIC_GRID_NAMED_FOR_GRID_LAMBDA)
+    kf = expectations.kernels_by_name(k)["autotune_grid_lambda_meta_block_scale"]
+    s = registry.get("autotune-grid-lambda")
     a = s.assess(kf)
-    assert s.subject is not None and s.subject.name.startswith("natural-exp")
+    assert s.subject is not None and s.subject.name == "tuned-block-sets-grid"
     assert a.kind is None and not a.subject_holds and a.matched, (a.failed, a.matched)
     (res,) = suggest(k, None, k=50)
-    assert "exp2-log2e-folding" not in [x.id for x in res.suggestions], \
+    assert "autotune-grid-lambda" not in [x.id for x in res.suggestions], \
         [(x.id, x.kind, x.lexical_score) for x in res.suggestions]
 
 

@@ -49,6 +49,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import IDENT, assign_targets, calls, constant, custom, uses_name
 from skel.kernels.flow import args_of, broadcast_axes, flow_of, has_call
 from skel.skeletons.predicates.addresses import tile_load_2d
+from skel.skeletons.predicates.scales import scaled
 
 NATURAL_EXP = ("tl.exp", "tl.math.exp", "exp", "tl.extra.cuda.libdevice.exp", "tl.extra.libdevice.exp",
                "tl.extra.libdevice.fast_expf", "tl.extra.cuda.libdevice.fast_expf")
@@ -121,6 +122,20 @@ def _exp_on_2d_tile(k):
 
 EXP_ON_TILE = custom("exp-on-2d-tile", "a natural exp over a 2-D tile (broadcast, 2-D tile load or `tl.dot` "
                      "result) in a kernel that also does `tl.dot` work", _exp_on_2d_tile)
+def _scaled_exp(k):
+    """Lines of natural exps whose argument is scaled on its way (``scaled``)."""
+    fl = flow_of(k)
+    if not fl.ok:
+        return None
+    return [c.line for c in fl.calls if _is_natural_exp(c.name) and args_of(c.node)
+            and scaled(fl, args_of(c.node)[0])]
+
+
+#: The documented condition "a multiply on the exp argument path to fold log2(e) into":
+#: `tl.exp(x - m)` on loaded logits costs what `exp2` does (Triton lowers `tl.exp` to
+#: `ex2` of `x * log2e` itself); the saving is folding log2(e) into a scale applied anyway.
+SCALED_EXP = custom("scaled-exp-argument", "a multiply on the exp argument's path (a softmax scale, a "
+                    "temperature) to fold log2(e) into", _scaled_exp)
 REDUCTION = calls("tl.max", "tl.sum", "tl.reduce", "tl.logsumexp", name="reduction",
                   describe="a `tl.max` / `tl.sum` reduction (softmax-like)")
 
@@ -150,7 +165,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bexp2\b", r"\blog2_?e\b", r"log2\(e\)", r"\bRCP_LN2\b"),
     present=EXP2_USED,
-    preconditions=[NATURAL_EXP_CALL, REDUCTION | EXP_ON_TILE],
+    preconditions=[NATURAL_EXP_CALL, (REDUCTION & SCALED_EXP) | EXP_ON_TILE],
     env=Env(),
     helps=("compute",),
     refine=[LOG2E_FOLDED],
