@@ -207,6 +207,15 @@ def k(x_ptr, N, B: tl.constexpr):
     ("mykernels/chip_utils/shipping_amdahl.py", "", ""),
     # where a checkout lives says nothing about its code: only the last folders count
     ("/home/me/rocm-work/src/mylib/ops/kernels/fused/norm.py", "", ""),
+    # a module-level import of aiter (AMD's kernel library) is ROCm-only code; one under
+    # `if _is_hip:` is CUDA-and-ROCm code choosing a path
+    ("aiter/ops/triton/moe_op.py", "import triton\nfrom aiter.ops.triton.utils import pid_grid\n", "rocm"),
+    ("mylib/ops/gemm.py", "import aiter\n", "rocm"),
+    ("sglang/srt/layers/moe/fused.py", "import triton\nif _is_hip:\n    from aiter import fused_moe\n", ""),
+    ("mylib/ops/gemm.py", "import aiterx\n", ""),
+    ("aiter/ops/triton/mha.py", "import triton\n", "rocm"),  # AMD's package, by its folder
+    ("sglang/multimodal_gen/runtime/layers/attention/backends/aiter.py", "", "rocm"),
+    ("mylib/waiter/ops.py", "", ""),
 ])
 def test_backend_hint(path, source, hint):
     from skel.kernels.triton import backend_hint

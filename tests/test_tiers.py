@@ -373,3 +373,25 @@ def test_every_triton_skeleton_names_its_subject_first():
             assert all(c.name == "kernel-entry" or c.name.startswith("~") for c in s.preconditions), s.id
         else:
             assert subject in s.preconditions and not subject.name.startswith("~"), s.id
+
+
+def test_a_backend_required_skeleton_needs_the_backend_known(tmp_path):
+    """XCD remapping is AMD hardware: a GEMM in a module that imports aiter (ROCm-only) gets
+    it; the same GEMM with nothing saying where it runs does not (most Triton kernels run on
+    CUDA), unless the target says ROCm."""
+    from skel.skeletons.base import Target
+
+    path = registry.fixture_path("xcd-pid-remap")
+    text = path.read_text()
+    (res,) = [r for r in suggest(path, None, k=50) if r.kernel == "moe_gemm_grouped"]
+    assert "xcd-pid-remap" in [s.id for s in res.suggestions]
+    plain = write(tmp_path / "gemm.py", "\n".join(ln for ln in text.splitlines() if not ln.startswith("import aiter")))
+    kf = expectations.kernels_by_name(plain)["moe_gemm_grouped"]
+    assert kf.backend_hint == ""
+    assert "xcd-pid-remap" not in [s.id for s in suggest_for(kf, None, k=50).suggestions]
+    a = registry.get("xcd-pid-remap").assess(kf)
+    assert a.kind is None and not a.env_ok and any("pass --backend" in n for n in a.env_notes)
+    on_rocm = suggest_for(kf, None, k=50, target=Target(backend="rocm"))
+    assert "xcd-pid-remap" in [s.id for s in on_rocm.suggestions]
+    on_cuda = suggest_for(kf, None, k=50, target=Target(backend="cuda"))
+    assert "xcd-pid-remap" not in [s.id for s in on_cuda.suggestions]

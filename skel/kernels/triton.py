@@ -778,11 +778,17 @@ _CUDA_LIKE = ("nvidia", "cuda", "amd", "rocm", "hip")
 _IMPORT_BACKEND = {"torch_npu": "npu", "torch_mlu": "mlu", "torch_musa": "musa", "intel_extension_for_pytorch": "xpu"}
 
 
+#: a module-level import of AMD's kernel library (aiter runs only on ROCm). Only an
+#: unindented one: CUDA-and-ROCm code imports it inside `if _is_hip:` / `if _use_aiter:`.
+_AMD_IMPORT = re.compile(r"^(?:import|from)\s+aiter\b", re.M)
+
+
 #: a folder or file-name part that marks AMD-only code (`models/x/amd/ops.py`,
-#: `mxfp8_amd_gfx95.py`, `rocm_mla.py`, `backend/_amd/`): whole words between separators.
+#: `mxfp8_amd_gfx95.py`, `rocm_mla.py`, `backend/_amd/`, AMD's `aiter` package or an
+#: `aiter` backend file): whole words between separators.
 #: Only the file name and the four folders above it are read: a checkout's own location
 #: (`~/src/rocm-work/...`) says nothing about the code in it.
-_AMD_ONLY = re.compile(r"(?:^|[/_.-])(?:amd|rocm|hip|gfx\d+[a-z]?)(?=[/_.-]|$)")
+_AMD_ONLY = re.compile(r"(?:^|[/_.-])(?:amd|rocm|hip|aiter|gfx\d+[a-z]?)(?=[/_.-]|$)")
 
 
 #: an `if` whose test is only an is-this-ROCm flag (`_is_hip`, `is_hip()`,
@@ -793,8 +799,9 @@ _ROCM_TEST = re.compile(r"(?i)(?:[A-Za-z_][\w.]*\.)?_?is_(?:hip|rocm|amd)\w*(?:\
 
 def backend_hint(path: str, source: str) -> str:
     """"npu", "mlu", ... when a file sits in a vendor backend folder or imports a vendor
-    torch extension; "rocm" when its path says it is AMD-only (an `amd`/`rocm`/`hip`/`gfx9xx`
-    folder or file-name part: CUDA-only techniques such as PDL do not run there); "" for
+    torch extension; "rocm" when it imports aiter at module level or its path says it is
+    AMD-only (an `amd`/`rocm`/`hip`/`aiter`/`gfx9xx` folder or file-name part: CUDA-only
+    techniques such as PDL do not run there); "" for
     ordinary (CUDA/ROCm) Triton — and for vendor folders we do not know by name (a known
     limit: such kernels are assessed as CUDA/ROCm ones)."""
     where = path.replace("\\", "/").lower()
@@ -808,6 +815,8 @@ def backend_hint(path: str, source: str) -> str:
     imported = _VENDOR_IMPORT.search(source)
     if imported:
         return _IMPORT_BACKEND[imported.group(1)]
+    if _AMD_IMPORT.search(source):
+        return "rocm"
     return "rocm" if _AMD_ONLY.search("/".join(where.split("/")[-5:])) else ""
 
 

@@ -134,13 +134,23 @@ class Env:
     max_cc: int | None = None
     triton: str | None = None  # version range the technique needs
     known_bad: tuple[KnownBad, ...] = ()
+    # the backend must be known to be one of ``backends`` (given with --backend, or read off
+    # the kernel: an AMD path, an `if _is_hip:` branch, an `aiter` import). Hardware that
+    # only one vendor has (AMD's XCDs) is never suggested on a guess: most Triton kernels
+    # run on CUDA, where the advice would be wrong, not merely unchecked.
+    backend_required: bool = False
 
     def check(self, t: Target) -> tuple[bool, list[str]]:
-        """(compatible, notes). Unknown target facts give notes, not failures."""
+        """(compatible, notes). Unknown target facts give notes, not failures (except a
+        ``backend_required`` backend)."""
         notes: list[str] = []
         ok = True
         if t.backend is None:
-            if set(self.backends) != {"cuda", "rocm"}:
+            if self.backend_required:
+                ok = False
+                notes.append(f"only on {'/'.join(self.backends)}: the kernel does not say it runs there "
+                             "(pass --backend)")
+            elif set(self.backends) != {"cuda", "rocm"}:
                 notes.append(f"needs {'/'.join(self.backends)} (backend not given)")
         elif t.backend not in self.backends:
             if self.backends == GENERIC_BACKENDS and t.backend not in GENERIC_BACKENDS:
