@@ -81,8 +81,19 @@ def _runtime_loops(k):
     return out or None
 
 
+_PDL_WORD = re.compile(r"(?i)pdl")
+
+
+def _pdl_spread(ln) -> bool:
+    """A `**` argument built for PDL: its name or where its dict comes from says so
+    (sglang's `enable_pdl, pdl_kwargs = get_pdl_launch_metadata()`, then `**pdl_kwargs`)."""
+    return any(_PDL_WORD.search(x) for x in (*ln.star_kwargs, *ln.star_sources))
+
+
 PDL_USED = custom("gdc-intrinsics", "`tl.extra.cuda.gdc_wait` / `gdc_launch_dependents` calls", _gdc_calls) | \
-    launched_with("launch_pdl", name="launch-pdl")
+    launched_with("launch_pdl", name="launch-pdl") | custom(
+    "pdl-kwargs", "a launch spreading PDL launch arguments (`**pdl_kwargs`)",
+    lambda k: [ln.line for ln in k.launches if _pdl_spread(ln)])
 SMALL_GRID = custom("small-grid", "a 1-D or 2-D grid (`tl.program_id(0)` / `(1)` only)", _small_grid)
 RUNTIME_LOOP = custom("runtime-loop", "loop over a runtime length", _runtime_loops)
 DOT = calls("tl.dot", name="dot", describe="`tl.dot` call")
@@ -97,7 +108,8 @@ TRAINING_OP_FILE = custom(
 
 
 def _pdl_launches(k) -> bool:
-    return any(ln.kwargs.get("launch_pdl", "False").strip() not in ("False", "0") for ln in k.launches)
+    return any(ln.kwargs.get("launch_pdl", "False").strip() not in ("False", "0") or _pdl_spread(ln)
+               for ln in k.launches)
 
 
 def _waits_when_pdl(k) -> bool:
