@@ -122,6 +122,8 @@ def _exp_on_2d_tile(k):
 
 EXP_ON_TILE = custom("exp-on-2d-tile", "a natural exp over a 2-D tile (broadcast, 2-D tile load or `tl.dot` "
                      "result) in a kernel that also does `tl.dot` work", _exp_on_2d_tile)
+
+
 def _scaled_exp(k):
     """Lines of natural exps whose argument is scaled on its way (``scaled``)."""
     fl = flow_of(k)
