@@ -563,3 +563,23 @@ def test_the_flow_view_walks_device_helpers_as_if_inlined():
     (ld,) = fl.loads()
     names, _ = fl.closure(ld.arg(0, "pointer"))
     assert {"ptr", "x_ptr", "offs"} <= names, "load_tile's `ptr` is bound to the kernel's `x_ptr`"
+
+
+def test_embedded_text_is_plain_words_each_said_once():
+    # the document the model embeds: module prefixes, underscores and repeats cost word
+    # pieces (the model's time grows with them) and tell it nothing
+    (k,) = extract_file('''
+import triton
+import triton.language as tl
+
+@triton.autotune(configs=[], key=["n_cols"])
+@triton.jit
+def _rms_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, stride_x_row, stride_y_row, n_cols, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + row * stride_x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    r = tl.math.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * stride_y_row + cols, x * r * tl.load(w_ptr + cols))
+''', "norm.py")
+    assert k.text() == ("triton kernel rms norm fwd kernel. calls: arange load program id rsqrt store sum to. "
+                        "loops: none. decorators: autotune. parameters: x ptr y w stride row n cols eps BLOCK SIZE.")
