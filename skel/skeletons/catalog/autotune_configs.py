@@ -86,18 +86,18 @@ def _tile_loop(k):
     """Loops that step over tiles: a tile parameter in the loop bounds (``range(0, K, BLOCK_K)``,
     ``range(tl.cdiv(N, BLOCK))``) and a ``tl.load`` in the body. The tile size is then free:
     any value covers the range."""
+    loops = [lp for lp in k.loops if lp.kind in ("range", "tl.range")
+             # a literal trip count (`range(4)`) is the algorithm's, not a tile size's
+             and not (lp.args and all(_LITERAL_INT.fullmatch(a.strip()) for a in lp.args))]
+    if not loops:  # the rest reads the data-flow view and the source: skip it when it cannot matter
+        return []
     tiles = {p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)}
-    grid_tiles = grid_tiled_params(k) & tiles
+    grid_tiles: set[str] | None = None  # read from the source only when a loop needs it
     # the bounds may name the tile through a local (`step = num_programs * BLOCK`)
     bound_names = _names_through_assigns(k)
     loads = _tile_load_lines(k)
     out = []
-    for lp in k.loops:
-        if lp.kind not in ("range", "tl.range"):
-            continue
-        # a literal trip count (`range(4)`) is the algorithm's, not a tile size's
-        if lp.args and all(_LITERAL_INT.fullmatch(a.strip()) for a in lp.args):
-            continue
+    for lp in loops:
         # the body must load tiles: a scan, a binary search or a prefix sum of scalar
         # loads (`tl.load(lens + i)`) is bookkeeping, and no tile size changes its cost
         if not any(lp.line <= line <= lp.end_line for line in loads):
@@ -107,6 +107,8 @@ def _tile_loop(k):
             names |= bound_names.get(n, set())
         # a loop over rows streaming tiles of a grid-tiled dimension (`pid * BLOCK_N`)
         # frees the tile size just as well: any BLOCK_N covers the dimension
+        if not names & tiles and grid_tiles is None:
+            grid_tiles = grid_tiled_params(k) & tiles
         if names & tiles or grid_tiles:
             out.append(lp.line)
     return out

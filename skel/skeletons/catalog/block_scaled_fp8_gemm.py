@@ -99,6 +99,8 @@ def _dequantised_operands(k) -> list[int]:
     if not fl.ok:
         return []
     scales = _scale_names(k, in_loop=True)
+    if not scales:  # no product can have a scale on one side
+        return []
     lines = []
     for c in fl.named("tl.dot"):
         if not c.loops:

@@ -64,7 +64,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from skel.kernels.flow import (args_of, binary, branches, broadcast_axes, call_name, calls_in, constant, flow_of,
-                               is_call, is_none, is_slice, name_of, names_in, negated, operands, receiver,
+                               has_call, is_call, is_none, is_slice, name_of, names_in, negated, operands, receiver,
                                subscript_pair, subscripted, walk)
 from skel.skeletons.predicates.addresses import gathered_address
 from skel.skeletons.base import Category, Env, Skeleton
@@ -338,6 +338,9 @@ def _wrapped_offsets(fl, addr, exprs, env, cx) -> bool:
     scalar n known only at run time, in an address that keeps a unit run. A divisor
     from constexprs and literals is folded: Triton's axis analysis knows the runs."""
     divisions = [c for e in exprs for c in _divisions(e)]
+    # lanes come only from `tl.arange`: a division whose dividend never reads one (`pid //
+    # n_heads`) cannot count, and the lane analysis (``env``) is the costly part
+    divisions = [c for c in divisions if _reads_arange(fl, operands(c)[0])]
     if not divisions or not _unit_run(_lanes(addr, env())):
         return False
     for c in divisions:
@@ -350,6 +353,29 @@ def _wrapped_offsets(fl, addr, exprs, env, cx) -> bool:
 
 def _divisions(e):
     return [n for n in walk(e) if binary(n, "%", "//")]
+
+
+def _reads_arange(fl, e) -> bool:
+    """``e`` reads a `tl.arange`, itself or through the definitions of the names it reads:
+    every lane axis starts at one (see ``_call``), so without one ``e`` is uniform."""
+    return has_call([e], "tl.arange") or not names_in(e).isdisjoint(_arange_names(fl))
+
+
+def _arange_names(fl) -> set[str]:
+    """Names with a definition that reads a `tl.arange`, directly or through other names."""
+    cached = fl.memo.get("contiguity-arange-names")
+    if isinstance(cached, set):
+        return cached
+    out = {n for n, defs in fl.defs.items() if any(has_call([d.value], "tl.arange") for d in defs)}
+    changed = True
+    while changed:
+        changed = False
+        for n, defs in fl.defs.items():
+            if n not in out and any(not names_in(d.value).isdisjoint(out) for d in defs):
+                out.add(n)
+                changed = True
+    fl.memo["contiguity-arange-names"] = out
+    return out
 
 
 def _pointer_select(fl, addr, exprs, env, cx) -> bool:
