@@ -219,22 +219,21 @@ class KernelFacts:
         return sorted(out)
 
     def text(self) -> str:
-        """The document embedded for vector search: the kernel's name, calls, loops,
-        decorators and parameters as plain words.
+        """The document embedded for vector search: the kernel's name, calls, loops and
+        decorators as plain words.
 
         Kept short because the model's cost grows with its word pieces, and a mine embeds
         every kernel: ``tl.program_id`` is five pieces (``t ##l . program _ id``) where
-        ``program id`` is two, and a parameter list repeats ``stride`` or ``ptr`` for every
-        tensor. So calls lose their module prefix, names are split at underscores, each
-        word is said once, and ``jit``, which every kernel has, is left out. On fla-core
-        and liger-kernel's 659 kernels this halves the pieces (mean 137 to 76) and the
-        embedding time; the retrieval benchmark's dev split is in the README."""
+        ``program id`` is two. So calls lose their module prefix, names are split at
+        underscores, each word is said once, and ``jit``, which every kernel has, is left
+        out. Parameters are left out too: their names (``x_ptr``, ``stride_xm``, ``BT``)
+        were a third of the pieces, and the retrieval benchmark's dev split ranked as well
+        without them (``benchmarks/embed_text.py``; the README has the numbers). On
+        fla-core and liger-kernel's 659 kernels the text went from 137 pieces (mean) to 46."""
         calls = _words(sorted({_unprefixed(c.name) for c in self.calls}))
         loops = " ".join(sorted({lp.kind for lp in self.loops})) or "none"
         decs = " ".join(sorted({_unprefixed(d.name) for d in self.decorators} - {"jit"})) or "none"
-        params = _words(p.name for p in self.params)
-        return (f"{self.language} kernel {_words([self.name])}. calls: {calls}. loops: {loops}. "
-                f"decorators: {decs}. parameters: {params}.")
+        return f"{self.language} kernel {_words([self.name])}. calls: {calls}. loops: {loops}. decorators: {decs}."
 
 
 #: module prefixes a call or decorator name is said without (the longest that fits first)
