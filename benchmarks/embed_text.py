@@ -73,10 +73,24 @@ def _params_new(k: KernelFacts) -> str:
     return f"{k.language} kernel {name}. calls: {calls}. loops: {loops}. decorators: {decs}. parameters: {params}."
 
 
+def _bare(k: KernelFacts) -> str:
+    """No parameters and no section labels: the name, the calls, the loops, the decorators."""
+    name, calls, loops, decs, _ = _parts(k)
+    return f"{name}. {calls}. {loops}. {decs}."
+
+
+def _bare_none_dropped(k: KernelFacts) -> str:
+    """As ``_bare``, and a section with nothing in it ("none") left out."""
+    name, calls, loops, decs, _ = _parts(k)
+    return ". ".join(p for p in (name, calls, loops, decs) if p and p != "none") + "."
+
+
 VARIANTS = {"shipped: no parameters": SHIPPED, "with parameters (2026-12-02 evening)": _with_params,
             "before (until 2026-12-02)": _before, "with parameters, no section labels": _no_labels,
             "no labels, parameter words of 3+ letters": _params3,
-            "with parameter words not said before": _params_new}
+            "with parameter words not said before": _params_new,
+            "no parameters, no section labels": _bare,
+            "no parameters, no labels, no empty sections": _bare_none_dropped}
 
 
 def _kernels() -> list[KernelFacts]:
@@ -129,6 +143,8 @@ def _dev_split(cache: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--retrieval", action="store_true", help="also run the dev split per variant (minutes each)")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="only the variants whose name contains TEXT (repeatable)")
     args = ap.parse_args()
 
     from skel.tables import table
@@ -136,6 +152,8 @@ def main() -> None:
     kernels = _kernels()
     rows = []
     for name, fn in VARIANTS.items():
+        if args.only and not any(o in name for o in args.only):
+            continue
         texts = [fn(k) for k in kernels]
         mean, p90, secs = _cost(texts)
         row = {"text": name, "pieces (mean)": f"{mean:.1f}", "pieces (p90)": p90, "embed, 1 thread": f"{secs:.2f}s"}

@@ -6,9 +6,11 @@
 Needs the packages installed (`pip install --no-deps fla-core==0.6.0 liger-kernel==0.8.5`).
 Prints one table; every row is the median of --repeat runs with min–max spread.
 
-Rows (the first three each in a fresh interpreter, interleaved repeat by repeat):
+Rows (the first four each in a fresh interpreter, interleaved repeat by repeat):
 - parse floor: `libcst.parse_module` of the same kernel-bearing files, one process — the
-  least any libcst miner must spend;
+  parse any libcst miner starts from, as libcst ships it (every ratio is to this row);
+- skel's parse: the same parse without libcst's per-node validation
+  (`skel.kernels.tree.parse_module`, what skel's extraction runs), beside the floor;
 - extract: skel's fact extraction of those files (its one libcst parse included), one
   process, no store;
 - extract + tag: the same, then every kernel assessed against the whole catalog (the
@@ -150,8 +152,10 @@ def _two_parses_at_once(packages: list[str]) -> float:
 
 def _embed_alone(texts: list[str], threads: int) -> float:
     """Seconds for the mining embedder (the ONNX export of the shipped MiniLM) to embed
-    ``texts`` as a mine does, one text per run, on onnxruntime's default threads (0) or
-    ``threads``; the session is made and warmed before the clock starts."""
+    ``texts`` as a mine does: on one thread (``threads`` 1) eight texts of similar length
+    per run, as the thread beside the parsers does (OnnxMiniLM.SHARED_BATCH); on
+    onnxruntime's default threads (0) one text per run, as the store's writes do with what
+    that thread has not reached. The session is made and warmed before the clock starts."""
     import numpy as np
     import onnxruntime as ort  # type: ignore[import-untyped]
 
@@ -165,9 +169,10 @@ def _embed_alone(texts: list[str], threads: int) -> float:
     tokenizer = embed._tokenizer(str(embed.model_path()))
     for _, ids, mask in embed._batches(tokenizer, texts[:2], 1):
         session.run(None, {"input_ids": ids, "attention_mask": mask})
+    batch = embed.OnnxMiniLM.SHARED_BATCH if threads == 1 else 1
     t = time.perf_counter()
     out = np.empty((len(texts), embed.DIM), np.float32)
-    for idx, ids, mask in embed._batches(tokenizer, texts, 1):
+    for idx, ids, mask in embed._batches(tokenizer, texts, batch):
         out[idx] = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     return time.perf_counter() - t
 
@@ -188,11 +193,15 @@ def run_stage(stage: str, packages: list[str]) -> None:
         return
     if stage == "analyse":
         all_skeletons()  # the catalog's import is not part of the row
+    from skel.kernels.tree import parse_module
+
     n = 0
     t = time.perf_counter()
     for p, text in files:
         if stage == "parse":
             libcst.parse_module(text)
+        elif stage == "parse-unchecked":
+            parse_module(text)
         elif stage == "extract":
             n += len(extract_file(text, p))
         else:  # what a mine worker does per file: extract, then tag every kernel
@@ -209,7 +218,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--query", default=str(ROOT / "examples" / "row_softmax.py"))
     ap.add_argument("--warm", type=int, default=200, help="warm in-process calls for median and p99")
-    ap.add_argument("--stage", choices=["parse", "extract", "analyse", "embed", "embed1"], help=argparse.SUPPRESS)
+    ap.add_argument("--stage", choices=["parse", "parse-unchecked", "extract", "analyse", "embed", "embed1"],
+                    help=argparse.SUPPRESS)
     args = ap.parse_args()
     packages = args.package or ["fla", "liger_kernel"]
     if args.stage:
@@ -243,10 +253,11 @@ def main() -> None:
     # repeat by repeat: one process's heap (the catalog, earlier trees, the garbage
     # collector's generations) must not tax another row, and the rows share the machine's
     # state so their ratios are side by side.
-    parse_t, extract_t, analyse_t, kernels = [], [], [], 0
+    parse_t, unchecked_t, extract_t, analyse_t, kernels = [], [], [], [], 0
     embed_t, embed1_t, parse2_t = [], [], []
     for _ in range(args.repeat):
-        for stage, out in (("parse", parse_t), ("extract", extract_t), ("analyse", analyse_t),
+        for stage, out in (("parse", parse_t), ("parse-unchecked", unchecked_t), ("extract", extract_t),
+                           ("analyse", analyse_t),
                            ("embed", embed_t), ("embed1", embed1_t)):
             seconds, kernels = _stage_in_subprocess(stage, packages)
             out.append(seconds)
@@ -289,6 +300,9 @@ def main() -> None:
     rows = [
         ("parse floor (libcst.parse_module, 1 process)", fmt(parse_t),
          f"{n_files / statistics.median(parse_t):.1f} files/s", "1.00x"),
+        ("skel's parse: the same without libcst's per-node checks", fmt(unchecked_t),
+         f"{n_files / statistics.median(unchecked_t):.1f} files/s",
+         f"{statistics.median(unchecked_t) / statistics.median(parse_t):.2f}x"),
         ("extract facts (1 process, no store)", fmt(extract_t),
          f"{kernels / statistics.median(extract_t):.1f} kernels/s",
          f"{statistics.median(extract_t) / statistics.median(parse_t):.2f}x"),

@@ -382,6 +382,12 @@ class OnnxMiniLM:
     # One text per run: on a 2-core x86 machine onnxruntime embedded eleven 170-256-token
     # kernels in 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a time
     # (the attention tensors of a batch outgrow the caches); the vectors are the same.
+    #: on one thread beside a mine's parsers, texts go eight at a time: kernel texts are
+    #: short now (46 word pieces on average, see KernelFacts.text), and on fla-core and
+    #: liger-kernel's 645 distinct ones one thread took 7.99 s one by one, 6.92 s eight at
+    #: a time and 8.09 s thirty-two at a time (medians of 3, the same vectors to 1e-6)
+    SHARED_BATCH = 8
+
     def __init__(self, path: str | Path | None = None, batch_size: int = 1, threads: int = 0):
         self._path = path
         self.batch_size = batch_size
@@ -395,7 +401,7 @@ class OnnxMiniLM:
         `benchmarks/extraction_before_after.py --stages parse,mine`,
         `benchmarks/results/mine-overlap-2026-12-02.txt`). The vectors are the same
         (tests/test_embed.py)."""
-        return OnnxMiniLM(self._path, self.batch_size, threads=1)
+        return OnnxMiniLM(self._path, self.SHARED_BATCH, threads=1)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np

@@ -373,6 +373,26 @@ def test_positions_equal_libcst_position_provider(path):
     assert checked > 50
 
 
+def test_parse_without_validation_gives_libcst_tree_and_puts_the_checks_back():
+    """skel's parse skips libcst's per-node checks: on every fixture the tree equals
+    libcst's own and prints back to the file; afterwards, and after a syntax error too,
+    nodes built by hand are checked again."""
+    import libcst as cst
+
+    from skel.kernels.tree import parse_module
+
+    for path in _fixture_files():
+        text = path.read_text()
+        ours = parse_module(text)
+        assert ours.deep_equals(cst.parse_module(text)) and ours.code == text, path.name
+    with pytest.raises(cst.CSTValidationError):
+        cst.SimpleWhitespace("not whitespace")
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("def f(:\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.SimpleWhitespace("not whitespace")
+
+
 def test_one_parse_per_file_on_the_suggest_path(monkeypatch):
     """`suggest` parses the user's file once: facts, every skeleton's conditions and the
     data-flow view they read all come from that one tree."""

@@ -270,8 +270,8 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
     emb = Embedding(Full())
     try:
         emb.submit(["a b", "c d"])
-        emb.submit(["e f", "a b"])  # queued behind the first; "a b" only once
         assert running.wait(5), "the thread took the first batch"
+        emb.submit(["e f", "a b"])  # queued behind the first; "a b" only once
         threading.Timer(0.2, gate.set).start()
         texts = ["c d", "e f", "never submitted", "a b", "c d"]
         got = emb.get(texts)
@@ -313,6 +313,38 @@ def test_embedding_beside_the_parsers_gives_every_text_its_vector(hash_embedder)
 
         def embed(self, texts):
             raise RuntimeError("no model")
+
+    # what queues up while the thread is busy is embedded in one call, and each batch
+    # still gets its own texts' vectors
+    gate.clear()
+    running.clear()
+    Twin.seen, Full.seen = [], []
+    calls: list[list[str]] = []
+
+    class Counted(Twin):
+        def embed(self, texts):
+            calls.append(list(texts))
+            return super().embed(texts)
+
+    class FullCounted(Full):
+        def sharing_cores(self):
+            return Counted()
+
+    emb = Embedding(FullCounted())
+    try:
+        emb.submit(["one"])
+        assert running.wait(5), "the thread took the first batch"
+        emb.submit(["two", "three"])
+        emb.submit(["four"])
+        gate.set()
+        deadline = time.monotonic() + 5
+        while len(Twin.seen) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert calls == [["one"], ["two", "three", "four"]]
+        assert emb.get(["four", "one", "three"]) == hash_embedder.embed(["four", "one", "three"])
+        assert Full.seen == [], "every batch was the thread's"
+    finally:
+        emb.close()
 
     emb = Embedding(Broken())
     try:

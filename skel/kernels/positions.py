@@ -98,6 +98,7 @@ class Positions:
         self._newlines = [m.end() for m in _NEWLINE.finditer(self.text)]
         # the character offset at which each token starts (and the text's end)
         self._chars = list(accumulate(map(len, state.tokens), initial=0))
+        state._syntactic.state = None  # type: ignore[assignment]  # a cycle: refcounting frees the state now
 
     def _range(self, node: cst.CSTNode) -> tuple[int, int]:
         key = id(node)

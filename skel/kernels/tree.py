@@ -9,10 +9,12 @@ are skipped: they hold no names, calls or literals.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import typing
 from typing import Any
 
 import libcst as cst
+from libcst._nodes.base import CSTNode  # the class whose __post_init__ validates every node
 
 _SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
                 "lines_after", "header", "footer", "colon", "equal", "star", "dot",
@@ -34,6 +36,31 @@ def _text_field(f: dataclasses.Field) -> bool:
     """A field declared to hold text (``Name.value``, ``Arg.star``), never a node: leaving
     it out spares walks a lookup per name and literal, the most common nodes."""
     return f.type is str or typing.get_origin(f.type) is typing.Literal
+
+
+_VALIDATE = CSTNode.__post_init__
+_PARSING = threading.Lock()
+
+
+def _unchecked(self: CSTNode) -> None:
+    return None
+
+
+def parse_module(source: str) -> cst.Module:
+    """``libcst.parse_module`` without the per-node validation. Every node libcst builds
+    checks its own fields as it is constructed (whitespace against a pattern, operators
+    against their operands); a tree the parser built from source is well formed by
+    construction, as libcst's own comment on that hook says. On fla-core and
+    liger-kernel's kernel files the checks are about a tenth of the parse
+    (``benchmarks/parse_validation.py``), and the tree is the same (a test compares).
+    The hook is swapped for the parse only, under a lock, and always put back: a node
+    another thread builds meanwhile skips the checks too, which changes nothing else."""
+    with _PARSING:
+        CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+        try:
+            return cst.parse_module(source)
+        finally:
+            CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -129,23 +156,31 @@ def keyword_arg(call: cst.Call, name: str) -> cst.BaseExpression | None:
 
 
 class Walker:
-    """Calls ``visit_<Type>`` (return False to skip children) and ``leave_<Type>``."""
+    """Calls ``visit_<Type>`` (return False to skip children) and ``leave_<Type>``.
+
+    The hooks are looked up once per (walker class, node type) and kept as plain functions
+    on the class: kept per instance as bound methods they would tie the instance into a
+    reference cycle, and everything it holds (a kernel's facts and tree) would then wait
+    for the cyclic garbage collector instead of going as soon as it is dropped."""
+
+    _hooks: dict[type, tuple[Any, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._hooks = {}
 
     def walk(self, node: cst.CSTNode) -> None:
-        hooks = self.__dict__.get("_hooks")
-        if hooks is None:
-            hooks = self.__dict__["_hooks"] = {}
         t = type(node)
-        pair = hooks.get(t)
+        pair = self._hooks.get(t)
         if pair is None:
-            name = t.__name__
-            pair = hooks[t] = (getattr(self, "visit_" + name, None), getattr(self, "leave_" + name, None))
+            cls, name = type(self), t.__name__
+            pair = self._hooks[t] = (getattr(cls, "visit_" + name, None), getattr(cls, "leave_" + name, None))
         visit, leave = pair
-        if visit is None or visit(node) is not False:
+        if visit is None or visit(self, node) is not False:
             for c in children(node):
                 self.walk(c)
         if leave is not None:
-            leave(node)
+            leave(self, node)
 
 
 def walk(node: cst.CSTNode) -> list[cst.CSTNode]:

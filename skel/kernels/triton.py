@@ -22,7 +22,7 @@ from skel.kernels.comments import block_end, notes_of
 from skel.kernels.dtypes import value_dtype
 from skel.kernels.model import Assign, Call, Decorator, KernelFacts, Launch, Loop, Param, ParseError, Syntax  # noqa: F401 - ParseError is re-exported
 from skel.kernels.positions import Positions
-from skel.kernels.tree import Walker, descendants, dotted, name_reads
+from skel.kernels.tree import Walker, descendants, dotted, name_reads, parse_module
 
 #: Files not containing this text cannot hold a Triton kernel: skip them before parsing.
 KERNEL_HINT = re.compile(r"\bjit\b")
@@ -530,7 +530,7 @@ def extract_file(source: str, path: str = "<string>", *, helpers: bool = False) 
     global PARSES
     PARSES += 1
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
         msg = str(exc).strip().splitlines()
         raise ParseError(msg[0] if msg else type(exc).__name__) from exc
@@ -688,16 +688,22 @@ def _bind_params(h: KernelFacts, site: Call, depth: int, loop_line: int) -> list
             for name, text in bound if text.strip() != name]
 
 
-def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
-    aliases = Aliases()
-    kernels: list[cst.FunctionDef] = []
-    grid_funcs: set[str] = set()
-    constants = _Texts(200)
-    constant_nodes: dict[str, cst.BaseExpression] = {}
+class _ModuleScan:
+    """The module-level statements a file's kernels depend on: imports (aliases), constants,
+    the kernels themselves (and which sit under an `if _is_hip:`), and `def grid(meta)`
+    callables. A class, not a closure: a recursive nested function is a reference cycle,
+    and it would keep the file's whole tree alive until the cyclic collector ran."""
 
-    on_rocm: set[int] = set()  # id() of kernels defined in the body of an `if _is_hip:`
+    def __init__(self) -> None:
+        self.aliases = Aliases()
+        self.kernels: list[cst.FunctionDef] = []
+        self.grid_funcs: set[str] = set()
+        self.constants = _Texts(200)
+        self.constant_nodes: dict[str, cst.BaseExpression] = {}
+        self.on_rocm: set[int] = set()  # id() of kernels defined in the body of an `if _is_hip:`
 
-    def walk(body, rocm: bool = False) -> None:
+    def walk(self, body, rocm: bool = False) -> None:
+        aliases = self.aliases
         for stmt in body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for s in stmt.body:
@@ -706,24 +712,29 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
                     elif isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None:
                         target = s.target if isinstance(s, cst.AnnAssign) else s.targets[0].target
                         if isinstance(target, cst.Name):
-                            constants[target.value] = s.value
-                            constant_nodes[target.value] = s.value
+                            self.constants[target.value] = s.value
+                            self.constant_nodes[target.value] = s.value
             elif isinstance(stmt, cst.FunctionDef):
                 if is_kernel(stmt, aliases):
-                    kernels.append(stmt)
+                    self.kernels.append(stmt)
                     if rocm:
-                        on_rocm.add(id(stmt))
+                        self.on_rocm.add(id(stmt))
                 elif stmt.params.params and stmt.params.params[0].name.value in ("meta", "META"):
-                    grid_funcs.add(stmt.name.value)
+                    self.grid_funcs.add(stmt.name.value)
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                walk(stmt.body.body, rocm or (isinstance(stmt, cst.If) and _ROCM_TEST.fullmatch(host_code(stmt.test))
-                                              is not None))
+                self.walk(stmt.body.body, rocm or (isinstance(stmt, cst.If)
+                                                   and _ROCM_TEST.fullmatch(host_code(stmt.test)) is not None))
                 if isinstance(stmt, cst.If) and stmt.orelse is not None:
-                    walk(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse], rocm)
+                    self.walk(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse], rocm)
             elif isinstance(stmt, cst.ClassDef):
-                walk(stmt.body.body, rocm)
+                self.walk(stmt.body.body, rocm)
 
-    walk(module.body)
+
+def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
+    scan = _ModuleScan()
+    scan.walk(module.body)
+    aliases, kernels, grid_funcs = scan.aliases, scan.kernels, scan.grid_funcs
+    constants, constant_nodes, on_rocm = scan.constants, scan.constant_nodes, scan.on_rocm
     if not kernels:
         return []
 

@@ -391,15 +391,42 @@ class Embedding:
         self._thread = threading.Thread(target=self._serve, name="skel-embed", daemon=True)
         self._thread.start()
 
+    #: the most texts the thread embeds in one call: what has queued up while it was busy
+    #: is embedded together, so the model runs batches of similar-length texts rather than
+    #: one file's few kernels at a time (see OnnxMiniLM.sharing_cores)
+    GATHER = 64
+
     def _serve(self) -> None:
-        while (job := self._queue.get()) is not None:
-            texts, future = job
-            if not future.set_running_or_notify_cancel():
-                continue  # cancelled while queued: `get` embeds it
+        import queue
+
+        stop = False
+        while not stop and (job := self._queue.get()) is not None:
+            jobs = [job]
+            count = len(job[0])
+            while count < self.GATHER:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:  # closed: finish what was taken, then end
+                    stop = True
+                    break
+                jobs.append(more)
+                count += len(more[0])
+            # a batch `get` cancelled while it was queued is `get`'s to embed
+            live = [(texts, future) for texts, future in jobs if future.set_running_or_notify_cancel()]
+            if not live:
+                continue
             try:
-                future.set_result(self._beside.embed(texts))
+                vectors = self._beside.embed([t for texts, _ in live for t in texts])
             except BaseException as exc:  # noqa: BLE001 - handed to `get`, which raises it
-                future.set_exception(exc)
+                for _, future in live:
+                    future.set_exception(exc)
+                continue
+            start = 0
+            for texts, future in live:
+                future.set_result(vectors[start:start + len(texts)])
+                start += len(texts)
 
     def submit(self, texts: list[str]) -> None:
         from concurrent.futures import Future
