@@ -379,13 +379,13 @@ class OnnxMiniLM:
     name = MODEL_NAME
     dim = DIM
 
-    # One text per run: on a 2-core x86 machine onnxruntime embedded eleven 170-256-token
-    # kernels in 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a time
-    # (the attention tensors of a batch outgrow the caches); the vectors are the same.
-    #: on one thread beside a mine's parsers, texts go eight at a time: kernel texts are
-    #: short now (46 word pieces on average, see KernelFacts.text), and on fla-core and
-    #: liger-kernel's 645 distinct ones one thread took 7.99 s one by one, 6.92 s eight at
-    #: a time and 8.09 s thirty-two at a time (medians of 3, the same vectors to 1e-6)
+    #: Texts per run on one thread beside a mine's parsers (``sharing_cores``). Kernel
+    #: texts are short now (46 word pieces on average, see KernelFacts.text): on fla-core
+    #: and liger-kernel's 645 distinct ones one thread took 7.99 s one by one, 6.92 s eight
+    #: at a time and 8.09 s thirty-two at a time (medians of 3, the same vectors to 1e-6).
+    #: Otherwise one text per run, chosen when texts were long: eleven 170-256-token
+    #: kernels took 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a
+    #: time (the attention tensors of a batch outgrew the caches).
     SHARED_BATCH = 8
 
     def __init__(self, path: str | Path | None = None, batch_size: int = 1, threads: int = 0):

@@ -14,7 +14,6 @@ import typing
 from typing import Any
 
 import libcst as cst
-from libcst._nodes.base import CSTNode  # the class whose __post_init__ validates every node
 
 _SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
                 "lines_after", "header", "footer", "colon", "equal", "star", "dot",
@@ -38,11 +37,11 @@ def _text_field(f: dataclasses.Field) -> bool:
     return f.type is str or typing.get_origin(f.type) is typing.Literal
 
 
-_VALIDATE = CSTNode.__post_init__
+_VALIDATE = cst.CSTNode.__post_init__  # the hook by which every node validates itself
 _PARSING = threading.Lock()
 
 
-def _unchecked(self: CSTNode) -> None:
+def _unchecked(self: cst.CSTNode) -> None:
     return None
 
 
@@ -56,11 +55,11 @@ def parse_module(source: str) -> cst.Module:
     The hook is swapped for the parse only, under a lock, and always put back: a node
     another thread builds meanwhile skips the checks too, which changes nothing else."""
     with _PARSING:
-        CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+        cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
         try:
             return cst.parse_module(source)
         finally:
-            CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+            cst.CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
