@@ -1,6 +1,7 @@
 """What the text a mine embeds per kernel costs, and what other texts do to retrieval.
 
     python benchmarks/embed_text.py                       # word pieces and embedding time
+    python benchmarks/embed_text.py --batches 1,8,32      # the shipped text, texts per run on one thread
     SKEL_BENCH_MIRRORS=/work/.mirror python benchmarks/embed_text.py --retrieval
                                                           # + the retrieval benchmark's dev split
 
@@ -140,16 +141,48 @@ def _dev_split(cache: Path) -> str:
     return next(line for line in lines[start:] if line.split()[:2] == ["all", "skel"])
 
 
+def _batch_sizes(sizes: list[int], texts: list[str], repeat: int) -> None:
+    """One thread of the mining embedder over the distinct texts, ``sizes`` texts per run:
+    medians with min–max, and the least cosine of each size's vectors against one by one."""
+    import numpy as np
+
+    from skel.embed import OnnxMiniLM
+    from skel.tables import table
+
+    texts = list(dict.fromkeys(texts))
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    vectors: dict[int, np.ndarray] = {}
+    for _ in range(repeat):
+        for n in sizes:
+            embedder = OnnxMiniLM(batch_size=n, threads=1)
+            embedder.embed(texts[:3])  # the session's load is not part of the measure
+            t = time.perf_counter()
+            vectors[n] = np.array(embedder.embed(texts))
+            times[n].append(time.perf_counter() - t)
+    one = np.array(OnnxMiniLM(batch_size=1, threads=1).embed(texts))
+    rows = [[n, f"{statistics.median(ts):.2f}s ({min(ts):.2f}–{max(ts):.2f})",
+             f"{float((vectors[n] * one).sum(1).min()):.7f}"] for n, ts in times.items()]
+    print(f"{len(texts)} distinct kernel texts of fla-core and liger-kernel; one thread; repeat {repeat}")
+    print(table(["texts per run", "embed all, median (min–max)", "least cosine vs one by one"], rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--retrieval", action="store_true", help="also run the dev split per variant (minutes each)")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="only the variants whose name contains TEXT (repeatable)")
+    ap.add_argument("--batches", metavar="N,N,...",
+                    help="instead: the shipped text's distinct kernel texts embedded on one thread, N texts "
+                         "per run (similar lengths together), each size timed --repeat times, interleaved")
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
     from skel.tables import table
 
     kernels = _kernels()
+    if args.batches:
+        _batch_sizes([int(n) for n in args.batches.split(",")], [k.text() for k in kernels], args.repeat)
+        return
     rows = []
     for name, fn in VARIANTS.items():
         if args.only and not any(o in name for o in args.only):

@@ -10,8 +10,11 @@ process per tree, so both see the same machine), extracts every Triton kernel of
 fla-core and liger-kernel (installed) and of any extra package folders given, tags each
 with ``skel.miner.mine.tag_lines`` (what a mine records: techniques used, their lines, the
 skeletons that would be suggested), and prints each tree's kernel count, the CPU seconds
-spent tagging (extraction not counted) and a digest of all the tags. Exit 1 when the
-digests differ.
+spent tagging (extraction not counted), a digest of all the tags and one of all the facts
+(``KernelFacts.to_dict``). As in a mine's parser worker, the garbage collector is off during
+a file and clears the young generations after it: the seconds that takes and the objects it
+frees (a tree held by reference cycles is freed there, not when it is dropped) are printed
+too. Exit 1 when the tags or the facts differ.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r'''
-import hashlib, importlib.util, json, sys, time
+import gc, hashlib, importlib.util, json, sys, time
 from pathlib import Path
 from skel.kernels.triton import KERNEL_HINT, extract_file
 from skel.miner.mine import tag_lines
@@ -34,7 +37,10 @@ from skel.skeletons.registry import all_skeletons
 all_skeletons()
 roots = [Path(list(importlib.util.find_spec(n).submodule_search_locations)[0]) for n in ("fla", "liger_kernel")]
 roots += [Path(p) for p in sys.argv[1:]]
-digest, kernels, cpu = hashlib.sha256(), 0, 0.0
+digest, facts, kernels, cpu = hashlib.sha256(), hashlib.sha256(), 0, 0.0
+gc_seconds, gc_objects = 0.0, 0
+gc.freeze()
+gc.disable()  # as in a mine's parser worker: no collection during a file, the young generations after it
 for root in roots:
     for p in sorted(root.rglob("*.py")):
         text = p.read_text(encoding="utf-8", errors="replace")
@@ -50,7 +56,12 @@ for root in roots:
         cpu += time.process_time() - c
         kernels += len(found)
         digest.update(json.dumps([rel, [k.name for k in found], tags]).encode())
-print(kernels, round(cpu, 2), digest.hexdigest())
+        facts.update(json.dumps([k.to_dict() for k in found], sort_keys=True, default=str).encode())
+        del found, tags
+        c = time.perf_counter()
+        gc_objects += gc.collect(1)
+        gc_seconds += time.perf_counter() - c
+print(kernels, round(cpu, 2), digest.hexdigest(), facts.hexdigest(), round(gc_seconds, 2), gc_objects)
 '''
 
 
@@ -76,11 +87,14 @@ def main() -> int:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
     print(f"packages: fla, liger_kernel{''.join(', ' + r for r in roots)}; cpus {os.cpu_count()}")
-    for label, (kernels, cpu, digest) in out.items():
-        print(f"{label:16s} {kernels} kernels  tagging CPU {cpu}s  tags {digest[:16]}")
-    same = len({o[2] for o in out.values()}) == 1
-    print("tags: the same" if same else "tags: DIFFERENT")
-    return 0 if same else 1
+    for label, (kernels, cpu, digest, facts, gc_s, gc_n) in out.items():
+        print(f"{label:16s} {kernels} kernels  tagging CPU {cpu}s  tags {digest[:16]}  facts {facts[:16]}  "
+              f"gc.collect after each file {gc_s}s, {gc_n} objects freed")
+    same_tags = len({o[2] for o in out.values()}) == 1
+    same_facts = len({o[3] for o in out.values()}) == 1
+    print("tags: the same" if same_tags else "tags: DIFFERENT")
+    print("facts: the same" if same_facts else "facts: DIFFERENT")
+    return 0 if same_tags and same_facts else 1
 
 
 if __name__ == "__main__":

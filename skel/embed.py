@@ -381,8 +381,9 @@ class OnnxMiniLM:
 
     #: Texts per run on one thread beside a mine's parsers (``sharing_cores``). Kernel
     #: texts are short now (46 word pieces on average, see KernelFacts.text): on fla-core
-    #: and liger-kernel's 645 distinct ones one thread took 7.99 s one by one, 6.92 s eight
-    #: at a time and 8.09 s thirty-two at a time (medians of 3, the same vectors to 1e-6).
+    #: and liger-kernel's 645 distinct ones one thread took 8.68 s one by one, 7.25 s eight
+    #: at a time and 7.94 s thirty-two at a time (medians of 3, the same vectors to 1e-6;
+    #: `python benchmarks/embed_text.py --batches 1,4,8,16,32`, embed-batches-2026-12-03.txt).
     #: Otherwise one text per run, chosen when texts were long: eleven 170-256-token
     #: kernels took 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a
     #: time (the attention tensors of a batch outgrew the caches).
