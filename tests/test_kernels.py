@@ -216,6 +216,11 @@ def k(x_ptr, N, B: tl.constexpr):
     ("aiter/ops/triton/mha.py", "import triton\n", "rocm"),  # AMD's package, by its folder
     ("sglang/multimodal_gen/runtime/layers/attention/backends/aiter.py", "", "rocm"),
     ("mylib/waiter/ops.py", "", ""),
+    # a vendor named by a folder or file-name part, as a whole word
+    ("vllm/models/deepseek_v4/xpu/xpu_qnorm_rope_kv_fp8_insert.py", "", "xpu"),
+    ("fla/ops/gated_delta_rule/chunk_h_npu.py", "", "npu"),
+    ("mylib/ops/ascend_rope.py", "", "npu"),
+    ("mylib/ops/xpuinfo/menu.py", "", ""),  # `xpuinfo`, `menu`: not whole words
 ])
 def test_backend_hint(path, source, hint):
     from skel.kernels.triton import backend_hint

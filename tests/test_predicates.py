@@ -801,6 +801,44 @@ def test_host_calls_before_and_after_the_launch():
     assert host.calls_before_launch(lonely, host.ELEMENTWISE_OUTPUT_OP) == []
 
 
+LAUNCH_VALUES = '''
+@triton.jit
+def tile_kernel(x_ptr, n, SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_N)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def launch(x, head_dim):
+    cap = torch.cuda.get_device_capability()
+    if cap[0] < 8:
+        BLOCK_M = 64
+    else:
+        BLOCK_M = 128
+    num_warps = 4
+    num_stages = 2
+    if head_dim >= 256:
+        num_stages = 1
+    SPLIT_K = 4
+    tile_kernel[(16,)](x, x.numel(), SPLIT_K=SPLIT_K, BLOCK_M=BLOCK_M, BLOCK_N=32, num_warps=num_warps,
+                       num_stages=num_stages)
+'''
+
+
+def test_launch_values_followed_through_the_launching_functions_locals():
+    (ln,) = host.own_launches(kernel(LAUNCH_VALUES))
+    # a literal at the launch, or a local only ever assigned one integer, is fixed
+    assert host.literal_argument(ln, "BLOCK_N") and host.literal_argument(ln, "num_warps")
+    assert host.literal_argument(ln, "SPLIT_K")
+    assert host.assigned_values(ln, "num_warps") == [("4", "")]
+    # chosen under an `if` (by GPU, by head size): a choice, not a literal
+    assert not host.literal_argument(ln, "BLOCK_M") and not host.literal_argument(ln, "num_stages")
+    assert host.assigned_values(ln, "BLOCK_M") == [("64", "cap[0] < 8"), ("128", "cap[0] < 8")]
+    assert ("1", "head_dim >= 256") in host.assigned_values(ln, "num_stages")
+    # the names a value's tests read are followed too: the capability query is in sight
+    assert "cap = torch.cuda.get_device_capability()" in ln.kwarg_sources["BLOCK_M"]
+    assert not host.literal_argument(ln, "x") and host.assigned_values(ln, "BLOCK_N") == []
+
+
 def test_a_hit_in_a_folded_helper_names_the_helper():
     from skel.skeletons import registry
 

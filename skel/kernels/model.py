@@ -85,6 +85,11 @@ class Launch:
     # assigned to it (`get_config(M, E)`, `{"BLOCK_SIZE_M": 64, "num_warps": 4}`), else the
     # module constant of that name, else the expression itself
     star_sources: list[str] = field(default_factory=list)
+    # for each meta-parameter passed as a local name (`num_warps=num_warps`): the values the
+    # launching function assigned it, with the `if` tests around each (`4`,
+    # `max(16, 8192 // BLOCK_DK) [if _nv_cap[0] < 8]`), then those of the names they read
+    # (`_nv_cap = torch.cuda.get_device_capability()`)
+    kwarg_sources: dict[str, list[str]] = field(default_factory=dict)
     # canonical names of the launching function's calls before and after this launch, in
     # source order (method calls keep their receiver: `y.add_`): what the host does to the
     # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)

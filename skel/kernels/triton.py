@@ -402,6 +402,11 @@ class _KernelVisitor(Walker):
     visit_Integer = visit_Float
 
 
+#: launch keywords that are Triton's own meta-parameters (tile constexprs are upper case)
+_META_KWARGS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu")
+_SOURCE_NAMES, _SOURCE_VALUES = 6, 6  # names followed per meta-parameter, values kept per name
+
+
 class _HostVisitor(Walker):
     """Finds ``kernel[grid](...)`` launches and what their host function does (no positions).
 
@@ -413,6 +418,9 @@ class _HostVisitor(Walker):
         self.al = aliases
         self.constants = constants if constants is not None else _Texts(200)  # module-level `NAME = <expr>`
         self._host_assigns = _Texts(400)  # the launching function's `name = value`, latest first
+        # every `name = value` of the launching function so far, with the `if` tests around it
+        self._assign_log: dict[str, list[tuple[cst.BaseExpression, tuple[cst.BaseExpression, ...]]]] = {}
+        self._tests: list[cst.BaseExpression] = []  # the `if` tests around the current statement
         self.grid_funcs = grid_funcs  # module-level callables usable as grids
         self.launches: list[Launch] = []
         self.calls: set[str] = set()
@@ -433,7 +441,7 @@ class _HostVisitor(Walker):
             self._first_launch = len(self.launches)
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
             self._host_seq, self._launch_nodes = [], {}
-            self._host_assigns = _Texts(400)
+            self._host_assigns, self._assign_log, self._tests = _Texts(400), {}, []
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -451,16 +459,75 @@ class _HostVisitor(Walker):
             launch.calls_after = self._host_seq[end:]
         self._top, self.function = None, ""
 
+    def visit_If(self, node: cst.If) -> bool:
+        if self._top is not None:
+            self._tests.append(node.test)
+        return True
+
+    def leave_If(self, node: cst.If) -> None:
+        if self._top is not None:
+            self._tests.pop()
+
     def visit_Assign(self, node: cst.Assign) -> bool:
         if self._top is not None:
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self._host_assigns[t.target.value] = node.value
+                self._log_assign(t.target, node.value)
         if isinstance(node.value, cst.Lambda):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     (self._local_callables if self._top else self.grid_funcs).add(t.target.value)
         return True
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        if self._top is not None:
+            self._log_assign(node.target, node.value)
+        return True
+
+    def _log_assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Note `name = value` (each name of `a, b = f(x)` gets `f(x)`; `a, b = x, y` pairs up)."""
+        if isinstance(target, cst.Name):
+            self._assign_log.setdefault(target.value, []).append((value, tuple(self._tests)))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if values is not None and len(values) != len(target.elements):
+                values = None
+            for i, e in enumerate(target.elements):
+                self._log_assign(e.value, values[i].value if values is not None else value)
+
+    def _kwarg_sources(self, call: cst.Call) -> dict[str, list[str]]:
+        """For each launch meta-parameter passed as a name the launching function assigned
+        (`num_warps=num_warps`, `BLOCK_M=BLOCK_M`): what it was assigned so far, each value
+        with the `if` tests it sits under (`4`, `max(16, 8192 // BLOCK_DK) [if _nv_cap[0] < 8]`),
+        then, a few levels deep, what the names those read were assigned (`_nv_cap =
+        torch.cuda.get_device_capability() [if _nv_cap is None]`). It tells a literal
+        reached through a local from a value chosen per GPU or per shape."""
+        out: dict[str, list[str]] = {}
+        for a in call.args:
+            if a.keyword is None or not isinstance(a.value, cst.Name) or a.value.value not in self._assign_log:
+                continue
+            kw = a.keyword.value
+            if not (kw in _META_KWARGS or not any(ch.islower() for ch in kw) or "split" in kw.lower()):
+                continue
+            texts: list[str] = []
+            todo, seen = [a.value.value], set[str]()
+            while todo and len(seen) < _SOURCE_NAMES:
+                name = todo.pop(0)
+                if name in seen:
+                    continue
+                seen.add(name)
+                for value, tests in self._assign_log.get(name, [])[-_SOURCE_VALUES:]:
+                    text = host_code(value, 200)
+                    cond = "; ".join(host_code(t, 120) for t in tests)
+                    text = f"{text} [if {cond}]" if cond else text
+                    # the parameter's own values bare, those of names they read as `name = value`
+                    texts.append(text if name == a.value.value else f"{name} = {text}")
+                    todo.extend(n.value for n in descendants(value, cst.Name) if n.value in self._assign_log)
+                    for t in tests:
+                        todo.extend(n.value for n in descendants(t, cst.Name) if n.value in self._assign_log)
+            out[kw] = texts
+        return out
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._top is not None:
@@ -484,6 +551,8 @@ class _HostVisitor(Walker):
                     star_kwargs=[host_code(a.value) for a in node.args if a.star == "**"],
                 )
                 launch.star_sources = [self._star_source(a.value) for a in node.args if a.star == "**"]
+                if self._top is not None:
+                    launch.kwarg_sources = self._kwarg_sources(node)
                 self.launches.append(launch)
                 if self._top is not None:
                     self._launch_nodes[id(node)] = [launch, len(self._host_seq), len(self._host_seq)]
@@ -802,6 +871,13 @@ _AMD_IMPORT = re.compile(r"^(?:import|from)\s+aiter\b", re.M)
 _AMD_ONLY = re.compile(r"(?:^|[/_.-])(?:amd|rocm|hip|aiter|gfx\d+[a-z]?)(?=[/_.-]|$)")
 
 
+#: a folder or file-name part that names a vendor backend outright
+#: (`deepseek_v4/xpu/xpu_qnorm_rope.py`, `chunk_npu.py`): whole words between separators,
+#: read like `_AMD_ONLY` from the file name and the four folders above it
+_VENDOR_PART = re.compile(r"(?:^|[/_.-])(xpu|npu|ascend|mlu|musa)(?=[/_.-]|$)")
+_PART_BACKEND = {"xpu": "xpu", "npu": "npu", "ascend": "npu", "mlu": "mlu", "musa": "musa"}
+
+
 #: an `if` whose test is only an is-this-ROCm flag (`_is_hip`, `is_hip()`,
 #: `current_platform.is_rocm()`): kernels defined in its body are ROCm-only. A test with
 #: anything more (`not _is_hip`, `_is_hip and x`) says nothing certain.
@@ -810,7 +886,8 @@ _ROCM_TEST = re.compile(r"(?i)(?:[A-Za-z_][\w.]*\.)?_?is_(?:hip|rocm|amd)\w*(?:\
 
 def backend_hint(path: str, source: str) -> str:
     """"npu", "mlu", ... when a file sits in a vendor backend folder or imports a vendor
-    torch extension; "rocm" when it imports aiter at module level or its path says it is
+    torch extension, or when its file name or a folder near it names the vendor (`xpu`,
+    `npu`, `ascend`, `mlu`, `musa` as a whole word); "rocm" when it imports aiter at module level or its path says it is
     AMD-only (an `amd`/`rocm`/`hip`/`aiter`/`gfx9xx` folder or file-name part: CUDA-only
     techniques such as PDL do not run there); "" for
     ordinary (CUDA/ROCm) Triton — and for vendor folders we do not know by name (a known
@@ -828,7 +905,11 @@ def backend_hint(path: str, source: str) -> str:
         return _IMPORT_BACKEND[imported.group(1)]
     if _AMD_IMPORT.search(source):
         return "rocm"
-    return "rocm" if _AMD_ONLY.search("/".join(where.split("/")[-5:])) else ""
+    near = "/".join(where.split("/")[-5:])
+    part = _VENDOR_PART.search(near)
+    if part:
+        return _PART_BACKEND[part.group(1)]
+    return "rocm" if _AMD_ONLY.search(near) else ""
 
 
 def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:

@@ -44,6 +44,10 @@ their kernels this way (see References).
 - a tile size is fixed by the algorithm (a chunk size the host also uses, a block that
   must cover a whole row): tune `num_warps`/`num_stages` only.
 
+Already autotuned, the skeleton is suggested as a refinement when the configs leave
+something hand-picked: one config, tiles tried at one `num_warps`, an empty `key`, or no
+`num_stages` for a loop streaming tiles into a `tl.dot`.
+
 ## References
 - flash-linear-attention `fla/modules/l2norm.py` (`l2norm_fwd_kernel`) — at `49b00f0a94`, before 2025-07-01
 - Liger-Kernel `src/liger_kernel/ops/dyt.py` (`_dyt_fwd_kernel`) — at `5e3bf99abb`, before 2025-07-01
@@ -180,6 +184,21 @@ def _configs_vary_launch(k) -> bool:
     return any(len(v) > 1 for v in values.values())
 
 
+def _configs_sweep_stages(k) -> bool:
+    """The configs try `num_stages` too, when a loop streams tiles into a `tl.dot`: that loop
+    is what Triton software-pipelines, and its best depth moves with the tile sizes and the
+    GPU's shared memory (flash-linear-attention's NSA forward went from `num_warps` in
+    [1, 2, 4] to warps x stages [1, 2, 3], and its G=128 case from 99 ms to 21 ms). Configs
+    that cannot be read count as sweeping it."""
+    d = k.decorator("triton.autotune")
+    if d is None or not d.config_keys or "num_stages" in d.config_keys:
+        return True
+    loads = _tile_load_lines(k)
+    dots = [c.line for c in k.calls_named("tl.dot")]
+    return not any(lp.kind in ("range", "tl.range") and any(lp.line <= ln <= lp.end_line for ln in dots)
+                   and any(lp.line <= ln <= lp.end_line for ln in loads) for lp in k.loops)
+
+
 MULTI_CONFIG = custom("autotune-multi-config", "`@triton.autotune` with more than one config",
                       lambda k: autotune_multi_config(k) or k.decorator("triton.autotune") is None)
 KEYED = custom(
@@ -190,6 +209,11 @@ CONFIGS_VARY_LAUNCH = custom(
     "autotune-configs-vary-warps-stages",
     "autotune configs that also vary `num_warps`/`num_stages` (the written configs differ only in tile sizes)",
     _configs_vary_launch)
+
+CONFIGS_SWEEP_STAGES = custom(
+    "autotune-configs-sweep-stages",
+    "autotune configs that try `num_stages` for a loop streaming tiles into a `tl.dot` (the written "
+    "configs fix the pipeline depth)", _configs_sweep_stages)
 
 SKELETON = Skeleton(
     id="autotune-configs",
@@ -206,5 +230,5 @@ SKELETON = Skeleton(
     helps=("compute", "memory", "occupancy"),
     # one config tunes nothing; tiles tried at one num_warps leave the warp count hand-picked;
     # an empty key tunes for the first shape only
-    refine=[MULTI_CONFIG, CONFIGS_VARY_LAUNCH, KEYED],
+    refine=[MULTI_CONFIG, CONFIGS_VARY_LAUNCH, KEYED, CONFIGS_SWEEP_STAGES],
 )

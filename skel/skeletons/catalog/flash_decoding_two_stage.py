@@ -34,7 +34,8 @@ The gain is about min(S, SMs / programs) minus one small extra launch.
   only adds the partial round trip and a second launch;
 - short contexts (a few KV blocks): each split gets one block or none; choose the split
   count from `multi_processor_count`, batch and heads, and cap it by the number of KV
-  blocks;
+  blocks (a kernel that splits with a fixed count, `SPLIT_K = 4` at its launch, is
+  suggested this as a refinement);
 - the kernel already splits (a split-id program axis, `NUM_KV_SPLITS`, vLLM's
   `NUM_SEGMENTS_PER_SEQ`), or is the combine kernel itself;
 - the reduction is a plain sum (split-K GEMM / GEMV): use `split-k-reduction`, whose
@@ -60,6 +61,7 @@ import re
 from skel.kernels.flow import args_of, flow_of
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom
+from skel.skeletons.predicates.host import literal_argument, own_launches
 from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP, online_softmax_loops
 from skel.skeletons.predicates.splits import SPLIT_NAMES
 
@@ -127,6 +129,23 @@ DECODE_QUERY = custom(
     _decode_query) | custom("decode-kernel", "a kernel named for decoding (one query per program)",
                             lambda k: [k.line_start] if re.search(r"(?i)decod", k.name) else None, signature=True)
 
+#: launch keywords that carry the split count
+_SPLIT_COUNT = re.compile(r"(?i)split_?k|num_?(kv_?)?splits?|n_?splits?|kv_?splits?|max_?(num_?)?(kv_?)?splits?|"
+                          r"num_segments\w*")
+
+
+def _split_count_sized(k) -> bool:
+    """No launch of the kernel in its file fixes the split count (`SPLIT_K = 4`): the count
+    should follow the SM count, batch and heads, or long contexts leave most SMs idle and
+    short ones pay for empty splits."""
+    return not any(literal_argument(ln, kw) for ln in own_launches(k) for kw in ln.kwargs if _SPLIT_COUNT.fullmatch(kw))
+
+
+SPLITS_SIZED = custom(
+    "split-count-per-call",
+    "a split count chosen per call (from the SM count, batch and heads), not a fixed `SPLIT_K = 4`",
+    _split_count_sized)
+
 #: Present: a split (or a per-program lse store) in a decode-attention kernel, or the combine
 #: stage itself. A split-K GEMM's `SPLIT_K` alone is split-k-reduction's, not this.
 SKELETON = Skeleton(
@@ -137,6 +156,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     present=((SPLIT_NAMES | WRITES_LSE) & DECODE_QUERY) | (SPLIT_NAMES & ONLINE_SOFTMAX_LOOP) | LSE_COMBINE,
     preconditions=[ONLINE_SOFTMAX_LOOP, DECODE_QUERY],
+    refine=[SPLITS_SIZED],
     env=Env(),
     helps=("occupancy", "latency"),
 )

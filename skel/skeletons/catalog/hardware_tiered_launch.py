@@ -21,9 +21,11 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
 
 ## Applies when
 - the kernel is not autotuned, and a launch in the same file passes a literal meta-parameter
-  whose best value moves with the GPU:
+  (written at the launch, or through a local only ever assigned that integer:
+  `num_warps = 4`) whose best value moves with the GPU:
   - a literal `num_stages` for a loop that streams tiles (a `range`/`tl.range` loop whose
     tile loads move with the loop index: what Triton pipelines through shared memory), or
+    on such a `tl.range(..., num_stages=3)` in the kernel itself, or
   - a literal tile size (`BK=64`, `BLOCK_K=32`) that such a loop steps by or loads, or that
     shapes a `tl.dot` operand (shared memory and tensor-core tiles), or
   - a literal `num_warps` for that tile work, or for a row of floating-point data the
@@ -51,6 +53,10 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
   floating-point data): it is launch-bound, and no per-architecture config changes its time;
 - the table is not maintained: stale thresholds silently pessimise new GPUs. Prefer
   thresholds on measured resources (SMEM bytes) over architecture names.
+With tiers already there, the skeleton is suggested as a refinement when a tiered launch
+still passes a fixed `num_warps` or `num_stages` for its tile work (`num_warps = 4` beside a
+`BLOCK_M` chosen from the compute capability).
+
 Detection: a launch whose keyword values mention an architecture query, or a host
 function that queries the hardware and passes non-literal `num_warps`/`num_stages`/tile
 arguments (read from the source file when it is available and matches the kernel;
@@ -74,6 +80,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom
 from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr
 from skel.skeletons.predicates.autotune import AUTOTUNED
+from skel.skeletons.predicates.host import literal_argument
 from skel.skeletons.predicates.loops import depends_on_loop, stepped_in_loop
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 
@@ -209,10 +216,15 @@ def _sized_per_call(k, v: str) -> bool:
 
 
 def _literal_stages(k):
-    """A literal `num_stages` for a kernel with a loop that streams tiles."""
-    if not _streaming_loops(k):
+    """A literal `num_stages` for a kernel with a loop that streams tiles: at a launch, or on
+    the streaming `tl.range(..., num_stages=3)` itself (the same fixed depth, written in the
+    kernel; lmdeploy's AWQ GEMM later made it a constexpr the launcher picks per GPU)."""
+    streaming = _streaming_loops(k)
+    if not streaming:
         return None
-    return [ln.line for ln in k.launches if _literal(ln.kwargs.get("num_stages", ""))] or None
+    in_kernel = [lp.line for lp in k.loops
+                 if lp.line in streaming and _literal(lp.kwargs.get("num_stages", ""))]
+    return in_kernel + [ln.line for ln in k.launches if literal_argument(ln, "num_stages")] or None
 
 
 def _literal_tiles(k):
@@ -221,8 +233,7 @@ def _literal_tiles(k):
     if not sized:
         return None
     tiles = {p.name for p in k.params if p.constexpr and TILE_NAME.fullmatch(p.name)} & sized
-    return [ln.line for ln in k.launches
-            if any(kw in tiles and _literal(v) for kw, v in ln.kwargs.items())] or None
+    return [ln.line for ln in k.launches if any(literal_argument(ln, kw) for kw in ln.kwargs if kw in tiles)] or None
 
 
 def _literal_warps(k):
@@ -233,7 +244,7 @@ def _literal_warps(k):
     rows = set() if heavy or not _float_work(k) else _row_blocks(k)
     out = []
     for ln in k.launches:
-        if not _literal(ln.kwargs.get("num_warps", "")):
+        if not literal_argument(ln, "num_warps"):
             continue
         if heavy or any(kw in rows and _sized_per_call(k, v) for kw, v in ln.kwargs.items()):
             out.append(ln.line)
@@ -244,7 +255,8 @@ TIERED_LAUNCH = custom("hardware-tiered-launch",
                        "a launch whose num_warps/num_stages/tile arguments come from a hardware query",
                        _tiered_launches)
 LITERAL_STAGES = custom("literal-num-stages-streaming",
-                        "a launch with a literal `num_stages` for a loop that streams tiles", _literal_stages)
+                        "a literal `num_stages` (at a launch, or on the `tl.range`) for a loop that streams tiles",
+                        _literal_stages)
 LITERAL_TILES = custom("literal-tile-streaming",
                        "a launch with a literal tile size of a loop that streams tiles or of a `tl.dot`",
                        _literal_tiles)
@@ -253,6 +265,26 @@ LITERAL_WARPS = custom("literal-num-warps-tile-work",
                        "or a floating-point row block sized per call and reduced)", _literal_warps)
 #: a literal launch meta-parameter whose best value depends on the architecture
 LITERAL_META_LAUNCH = LITERAL_STAGES | LITERAL_TILES | LITERAL_WARPS
+
+
+def _tiers_cover_launch(k) -> bool:
+    """No launch picks some meta-parameters per GPU and keeps others that depend on it just as
+    much fixed: lmdeploy's prefill attention chose `BLOCK_M` from the compute capability but
+    kept `BLOCK_N = 32` and `num_warps = 4` for every GPU, until a later commit tiered those
+    too."""
+    tiered = set(_tiered_launches(k) or [])
+    if not tiered:
+        return True
+    # warps and stages only: a tile left fixed beside tiered ones is often the algorithm's own
+    # (a chunk size the host shares with other kernels), not a per-GPU choice left undone
+    fixed = set(_literal_stages(k) or []) | set(_literal_warps(k) or [])
+    return not (tiered & fixed)
+
+
+TIERS_COVER_LAUNCH = custom(
+    "tiers-cover-launch",
+    "the tiers also choose the launch's `num_warps`/`num_stages` (a tiered launch still passes a "
+    "fixed one for its tile work)", _tiers_cover_launch)
 
 SKELETON = Skeleton(
     id="hardware-tiered-launch",
@@ -263,6 +295,7 @@ SKELETON = Skeleton(
     ruled_out_by=(r"\bhardware[\s_-]*tier\w*", r"\btiered launch\w*", r"\bper[\s-]arch(itecture)? (launch|config)\w*"),
     present=TIERED_LAUNCH,
     preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT],
+    refine=[TIERS_COVER_LAUNCH],
     env=Env(),
     helps=("occupancy", "memory", "compute"),
 )

@@ -49,3 +49,33 @@ def host_fp32_copies(k: KernelFacts) -> bool:
 def launch_lines(k: KernelFacts) -> list[int]:
     """Lines of this kernel's launches in its file (for explanations)."""
     return [ln.line for ln in own_launches(k) if ln.line]
+
+
+_INT = re.compile(r"\d+")
+_CONDITION = re.compile(r"^(.*) \[if (.*)\]$", re.S)
+
+
+def assigned_values(ln: Launch, kw: str) -> list[tuple[str, str]]:
+    """What the launching function assigned to the name passed as ``kw`` (``num_warps=num_warps``):
+    ``(value, the `if` tests around it)`` pairs; empty when ``kw`` is not passed as such a name."""
+    out = []
+    for text in ln.kwarg_sources.get(kw, []):
+        if re.match(r"[A-Za-z_]\w* = ", text):  # a name the value reads, not the parameter itself
+            continue
+        m = _CONDITION.match(text)
+        out.append((m.group(1), m.group(2)) if m else (text, ""))
+    return out
+
+
+def literal_argument(ln: Launch, kw: str, constants: dict[str, str] | None = None) -> bool:
+    """The launch passes ``kw`` a fixed integer: written at the launch (``num_warps=4``), through a
+    local that is only ever assigned integers (``num_warps = 4``) under no test, or a module
+    constant holding one (``SPLIT_K=_SPLIT_K``). A value picked under an ``if`` (by head size, by
+    GPU) is a choice, not a literal."""
+    value = ln.kwargs.get(kw, "").strip()
+    if _INT.fullmatch(value):
+        return True
+    if constants and _INT.fullmatch(constants.get(value, "").strip()):
+        return True
+    values = assigned_values(ln, kw)
+    return bool(values) and all(_INT.fullmatch(v.strip()) and not cond for v, cond in values)
