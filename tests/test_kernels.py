@@ -221,6 +221,17 @@ def k(x_ptr, N, B: tl.constexpr):
     ("fla/ops/gated_delta_rule/chunk_h_npu.py", "", "npu"),
     ("mylib/ops/ascend_rope.py", "", "npu"),
     ("mylib/ops/xpuinfo/menu.py", "", ""),  # `xpuinfo`, `menu`: not whole words
+    # the module docstring's first paragraph names the vendor it is written for
+    ("dsv4/fused_compress_triton.py", '"""HIP fused compressor kernels.\n\nDetails.\n"""\nimport triton\n', "rocm"),
+    ("ops/rmsnorm.py", '# SPDX-License-Identifier: Apache-2.0\n"""Fused RMSNorm kernels on AMD ROCm."""\n', "rocm"),
+    ("ops/gemm.py", '"""MXFP8 GEMM for gfx950 (tl.dot_scaled)."""\n', "rocm"),
+    ("ops/hash_topk.py", '"""HIP fallback: the .cuh uses CUDA-only primitives, so on ROCm we use Triton."""\n', "rocm"),
+    ("ops/k.py", "\'\'\'Kernels for Intel XPU.\'\'\'\n", "xpu"),
+    # ... but not one that names both vendors' paths, or mentions AMD only past its first paragraph
+    ("ops/k.py", '"""Triton kernels for CUDA and ROCm."""\n', ""),
+    ("ops/k.py", '"""Fused RMSNorm, tuned on Hopper and MI300."""\n', ""),
+    ("ops/k.py", '"""Fused norm.\n\nOn AMD the HIP path is used instead."""\n', ""),
+    ("ops/k.py", 'import triton\n"""ROCm."""\n', ""),  # a string after code is no docstring
 ])
 def test_backend_hint(path, source, hint):
     from skel.kernels.triton import backend_hint

@@ -421,6 +421,7 @@ class _HostVisitor(Walker):
         # every `name = value` of the launching function so far, with the `if` tests around it
         self._assign_log: dict[str, list[tuple[cst.BaseExpression, tuple[cst.BaseExpression, ...]]]] = {}
         self._tests: list[cst.BaseExpression] = []  # the `if` tests around the current statement
+        self._texts: dict[tuple[int, int], str] = {}  # (id(node), limit) -> its code, for this function
         self.grid_funcs = grid_funcs  # module-level callables usable as grids
         self.launches: list[Launch] = []
         self.calls: set[str] = set()
@@ -441,7 +442,7 @@ class _HostVisitor(Walker):
             self._first_launch = len(self.launches)
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
             self._host_seq, self._launch_nodes = [], {}
-            self._host_assigns, self._assign_log, self._tests = _Texts(400), {}, []
+            self._host_assigns, self._assign_log, self._tests, self._texts = _Texts(400), {}, [], {}
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -518,8 +519,8 @@ class _HostVisitor(Walker):
                     continue
                 seen.add(name)
                 for value, tests in self._assign_log.get(name, [])[-_SOURCE_VALUES:]:
-                    text = host_code(value, 200)
-                    cond = "; ".join(host_code(t, 120) for t in tests)
+                    text = self._code(value, 200)
+                    cond = "; ".join(self._code(t, 120) for t in tests)
                     text = f"{text} [if {cond}]" if cond else text
                     # the parameter's own values bare, those of names they read as `name = value`
                     texts.append(text if name == a.value.value else f"{name} = {text}")
@@ -528,6 +529,14 @@ class _HostVisitor(Walker):
                         todo.extend(n.value for n in descendants(t, cst.Name) if n.value in self._assign_log)
             out[kw] = texts
         return out
+
+    def _code(self, node: cst.CSTNode, limit: int) -> str:
+        """`host_code`, once per node: launches of one function share their locals' values."""
+        key = (id(node), limit)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = host_code(node, limit)
+        return text
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._top is not None:
@@ -878,6 +887,28 @@ _VENDOR_PART = re.compile(r"(?:^|[/_.-])(xpu|npu|ascend|mlu|musa)(?=[/_.-]|$)")
 _PART_BACKEND = {"xpu": "xpu", "npu": "npu", "ascend": "npu", "mlu": "mlu", "musa": "musa"}
 
 
+#: the module docstring's first paragraph (a comment or two and a shebang may precede it)
+_MODULE_DOC = re.compile(r'\A(?:\s*#[^\n]*\n)*\s*[rRuU]?("""|\'\'\')(.*?)(?:\n\s*\n|\1)', re.S)
+#: a docstring that says which vendor the module is for (`"""HIP fused compressor kernels."""`,
+#: `"""Native MXFP8 ops for AMD CDNA4 (gfx950)."""`, `"""... on ROCm."""`), unless it names both
+#: vendors' code paths (`CUDA and ROCm`, `NVIDIA`)
+_DOC_VENDOR = (("rocm", re.compile(r"\b(HIP|ROCm|AMD|CDNA\d?|RDNA\d?|gfx\d+\w*|MI[23]\d\dX?)\b")),
+               ("xpu", re.compile(r"\b(XPU|Intel GPUs?)\b")), ("npu", re.compile(r"\b(Ascend|NPU)\b")))
+_DOC_BOTH = re.compile(r"(?i)\b(nvidia|hopper|blackwell|ampere|sm_?\d{2,3}a?|"
+                       r"cuda\s*(and|/|or|,)\s*(rocm|hip|amd)|(rocm|hip|amd)\s*(and|/|or|,)\s*cuda)\b")
+
+
+def _docstring_backend(source: str) -> str:
+    """The backend a module's docstring says it is written for ("" when it names none, or both)."""
+    m = _MODULE_DOC.match(source)
+    if not m:
+        return ""
+    first = m.group(2)
+    if _DOC_BOTH.search(first):
+        return ""
+    return next((backend for backend, rx in _DOC_VENDOR if rx.search(first)), "")
+
+
 #: an `if` whose test is only an is-this-ROCm flag (`_is_hip`, `is_hip()`,
 #: `current_platform.is_rocm()`): kernels defined in its body are ROCm-only. A test with
 #: anything more (`not _is_hip`, `_is_hip and x`) says nothing certain.
@@ -887,7 +918,9 @@ _ROCM_TEST = re.compile(r"(?i)(?:[A-Za-z_][\w.]*\.)?_?is_(?:hip|rocm|amd)\w*(?:\
 def backend_hint(path: str, source: str) -> str:
     """"npu", "mlu", ... when a file sits in a vendor backend folder or imports a vendor
     torch extension, or when its file name or a folder near it names the vendor (`xpu`,
-    `npu`, `ascend`, `mlu`, `musa` as a whole word); "rocm" when it imports aiter at module level or its path says it is
+    `npu`, `ascend`, `mlu`, `musa` as a whole word), or the first paragraph of its
+    docstring does ("Fused RMSNorm for AMD ROCm.", not "... on CUDA and ROCm.");
+    "rocm" when it imports aiter at module level or its path says it is
     AMD-only (an `amd`/`rocm`/`hip`/`aiter`/`gfx9xx` folder or file-name part: CUDA-only
     techniques such as PDL do not run there); "" for
     ordinary (CUDA/ROCm) Triton — and for vendor folders we do not know by name (a known
@@ -909,7 +942,9 @@ def backend_hint(path: str, source: str) -> str:
     part = _VENDOR_PART.search(near)
     if part:
         return _PART_BACKEND[part.group(1)]
-    return "rocm" if _AMD_ONLY.search(near) else ""
+    if _AMD_ONLY.search(near):
+        return "rocm"
+    return _docstring_backend(source)
 
 
 def _find_def(lines: list[str], name: str, start: int) -> tuple[int, int]:
