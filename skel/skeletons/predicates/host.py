@@ -67,15 +67,12 @@ def assigned_values(ln: Launch, kw: str) -> list[tuple[str, str]]:
     return out
 
 
-def literal_argument(ln: Launch, kw: str, constants: dict[str, str] | None = None) -> bool:
-    """The launch passes ``kw`` a fixed integer: written at the launch (``num_warps=4``), through a
-    local that is only ever assigned integers (``num_warps = 4``) under no test, or a module
-    constant holding one (``SPLIT_K=_SPLIT_K``). A value picked under an ``if`` (by head size, by
-    GPU) is a choice, not a literal."""
-    value = ln.kwargs.get(kw, "").strip()
-    if _INT.fullmatch(value):
-        return True
-    if constants and _INT.fullmatch(constants.get(value, "").strip()):
+def literal_argument(ln: Launch, kw: str) -> bool:
+    """The launch passes ``kw`` a fixed integer: written at the launch (``num_warps=4``), or through
+    a local that is only ever assigned integers (``num_warps = 4``) under no test. A value picked
+    under an ``if`` (by head size, by GPU) is a choice, not a literal; a module constant
+    (``SPLIT_K=_SPLIT_K``) is not followed."""
+    if _INT.fullmatch(ln.kwargs.get(kw, "").strip()):
         return True
     values = assigned_values(ln, kw)
     return bool(values) and all(_INT.fullmatch(v.strip()) and not cond for v, cond in values)
