@@ -198,6 +198,10 @@ def k(x_ptr, N, B: tl.constexpr):
     ("flag_gems/runtime/backend/_nvidia/ops/mm.py", "", ""),
     ("fla/ops/gla/chunk.py", "", ""),
     ("mykernels/k.py", "import torch_npu\n", "npu"),
+    ("mykernels/k.py", "import torch\ntry:\n    import torch_npu\nexcept ImportError:\n    pass\n", "npu"),
+    # a vendor import inside `if _is_npu:` is CUDA code with a vendor branch (sglang's
+    # layernorm.py, sampler.py): not a vendor file
+    ("sglang/srt/layers/layernorm.py", "import triton\nif _is_npu:\n    import torch_npu\n", ""),
     # AMD-only code by its path: an `amd`/`rocm`/`hip` folder or file-name part, a gfx target
     ("vllm/models/kimi/amd/kda_metadata.py", "", "rocm"),
     ("vllm/model_executor/layers/quantization/mxfp8_amd_gfx95.py", "", "rocm"),

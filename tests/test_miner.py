@@ -391,6 +391,6 @@ def test_a_parser_worker_keeps_no_tree_between_files():
     for k in extract_file(source, "k.py"):
         tag_lines(k)
     assert flow._MEMO, "tagging keeps answers per node (else this test shows nothing)"
-    rel, value = _extract(("k.py", source, []))
+    rel, value = _extract(("k.py", source, [], ("", "")))
     assert isinstance(value, list) and value[0]["facts"]["name"] == "k"
     assert not flow._MEMO

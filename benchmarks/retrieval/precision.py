@@ -51,18 +51,25 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
     import fetch  # benchmarks/retrieval/releases/fetch.py: pip download + unpack, cached
 
     from skel.errors import SkelError
+    from skel.kernels.importers import apply_backend, folder_graph, needs_importers
     from skel.kernels.triton import extract_file
 
     root = fetch.ensure(pkg, version, cache, verbose=False)
+    # who imports each file, and for which platform, as `skel suggest` reads it in the package
+    importers = folder_graph(root, pkg)
     out = []
     for f in sorted(root.rglob("*.py")):
         text = f.read_text(encoding="utf-8", errors="replace")
         if "triton" not in text or "jit" not in text:
             continue
+        rel = f.relative_to(root).as_posix()
         try:
-            out += [(f.relative_to(root).as_posix(), k) for k in extract_file(text, f.relative_to(root).as_posix())]
+            kernels = extract_file(text, rel)
         except (SkelError, SyntaxError, ValueError):
             continue
+        if needs_importers(kernels):
+            apply_backend(kernels, *importers.backend(rel))
+        out += [(rel, k) for k in kernels]
     return out
 
 

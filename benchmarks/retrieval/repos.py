@@ -48,6 +48,39 @@ def show(repo: Path, rev: str, path: str) -> str:
     return git(repo, "show", f"{rev}:{path}")
 
 
+def mentioning(repo: Path, rev: str, stem: str) -> list[tuple[str, str]]:
+    """(path, text) at ``rev`` of every Python file whose text holds ``stem`` (``git grep``):
+    what ``skel suggest`` reads of a checkout to see who imports a kernel's module."""
+    out = subprocess.run(["git", "--git-dir", str(repo), "grep", "-l", "-F", "-e", stem, rev, "--", "*.py"],
+                         capture_output=True, text=True, errors="replace", timeout=300)
+    paths = [line.partition(":")[2] for line in out.stdout.splitlines() if ":" in line]
+    if not paths:
+        return []
+    batch = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "--batch"],
+                           input="".join(f"{rev}:{p}\n" for p in paths).encode(), capture_output=True, timeout=300)
+    data, files, at = batch.stdout, [], 0
+    for p in paths:  # each answer: "<sha> blob <size>\n<content>\n", or "<name> missing\n"
+        header_end = data.index(b"\n", at)
+        header = data[at:header_end].split()
+        at = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        files.append((p, data[at:at + size].decode("utf-8", "replace")))
+        at += size + 1
+    return files
+
+
+def backend_by_importers(repo: Path, rev: str, path: str) -> tuple[str, str]:
+    """What ``skel suggest`` concludes from the importers of ``path`` in a checkout of
+    ``rev`` (skel/kernels/importers.py), read from the bare repository. The whole tree is
+    read, not only the file's top-level package: an importer outside it (an example, a
+    benchmark) can only make the answer more cautious."""
+    from skel.kernels.importers import ImportGraph
+
+    return ImportGraph(lambda stem: mentioning(repo, rev, stem)).backend(path)
+
+
 def _utc(timestamp: str) -> str:
     return datetime.fromtimestamp(int(timestamp), timezone.utc).isoformat()
 

@@ -135,6 +135,9 @@ class KernelFacts:
     # the accelerator the file is written for when its path or imports say so ("npu",
     # "mlu", ...); "" when it looks like ordinary CUDA/ROCm Triton
     backend_hint: str = ""
+    # why, when the hint comes from the files that import this one rather than from its
+    # own text (every importer imports it under `if _is_hip:`); see skel/kernels/importers.py
+    backend_reason: str = ""
     # `@triton.jit` device helpers of the same file this kernel calls (transitively), by
     # name -> [first line, last line]: their calls, loops, assignments, names and constants
     # are folded into this kernel's (with the helper's own line numbers), so a technique

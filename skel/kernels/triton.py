@@ -859,8 +859,11 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
 
 #: vendor backends other than CUDA/ROCm, recognised from a path segment or an import
 _VENDOR_DIR = re.compile(r"(?:^|/)(?:backends?|_backends?|vendors?)/_?([a-z0-9_]+)(?:/|$)")
+#: (at module level, or first in a `try:`: one inside `if _is_npu:` is a vendor branch of
+#: CUDA code, as in sglang's layernorm.py)
 _VENDOR_IMPORT = re.compile(
-    r"^\s*(?:import|from)\s+(torch_npu|torch_mlu|torch_musa|intel_extension_for_pytorch)\b", re.M)
+    r"^(?:try:[ \t]*\n[ \t]+)?(?:import|from)[ \t]+(torch_npu|torch_mlu|torch_musa|intel_extension_for_pytorch)\b",
+    re.M)
 _VENDORS = (("ascend", "npu"), ("npu", "npu"), ("cambricon", "mlu"), ("mlu", "mlu"), ("musa", "musa"),
             ("mthreads", "musa"), ("xpu", "xpu"), ("intel", "xpu"))
 _CUDA_LIKE = ("nvidia", "cuda", "amd", "rocm", "hip")

@@ -40,6 +40,16 @@ class SourceFile:
     # change what is suggested for its kernels, so they are part of its digest
     config_tables: list[str] = field(default_factory=list)
 
+    # the backend every importer of this file imports it for (skel/kernels/importers.py),
+    # and why: its kernels are judged on that backend; part of the digest, like the tables
+    backend: tuple[str, str] = ("", "")
+
+    def with_backend(self, backend: str, why: str) -> "SourceFile":
+        if backend:
+            self.backend = (backend, why)
+            self.digest = hashlib.sha1(f"{self.digest}\0{backend}\0{why}".encode()).hexdigest()
+        return self
+
     def with_tables(self, tables: list[str]) -> "SourceFile":
         if tables:
             self.config_tables = list(tables)

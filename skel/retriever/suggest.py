@@ -226,6 +226,12 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         while len(_EXTRACTED) > _KEEP_FILES:
             _EXTRACTED.popitem(last=False)
     _EXTRACTED.move_to_end(key)
+    from skel.kernels.importers import apply_backend, backend_by_importers, needs_importers
+
+    if needs_importers(kernels) or any(k.backend_reason for k in kernels):
+        # every module of its package that imports this file may do so under `if _is_hip:`:
+        # read again on each call (the other files may have changed; about 0.1 s for sglang)
+        apply_backend(kernels, *backend_by_importers(p))
     if kernel:
         chosen = [k for k in kernels if k.name == kernel]
         if not chosen:
@@ -347,8 +353,9 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         # a kernel under backends/_ascend (or importing torch_npu) is not CUDA code: judge
         # it on its own backend, where CUDA-only techniques drop out
         target = Target(backend=kf.backend_hint, cc=target.cc, triton=target.triton)
-        notes.append(f"the kernel looks written for the {kf.backend_hint} backend (its path, imports or an "
-                     "`if _is_hip:` around it); pass --backend to override")
+        reason = kf.backend_reason or "its path, imports, docstring or an `if _is_hip:` around it"
+        notes.append(f"the kernel looks written for the {kf.backend_hint} backend ({reason}); "
+                     "pass --backend to override")
     assessments = _assess(kf, target)
     present = [a.skeleton.id for a in assessments if a.present is not None]
     total = kb.count() if kb is not None else 0

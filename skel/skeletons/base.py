@@ -325,16 +325,17 @@ class Skeleton:
 
     def detect(self, k: "KernelFacts") -> tuple[list[Hit] | None, bool]:
         """What a mine records of a kernel and no more: the technique's hits when it is
-        present, else whether the skeleton applies in the default environment (``assess``'s
-        ``present`` and ``applies``). A mine grades every kernel against every skeleton and
-        never shows a near miss, so this stops at the first precondition that fails and
-        skips the refinements; ``assess`` grades them all, for suggestions."""
+        present, else whether the skeleton applies in the default environment, or on the
+        backend the kernel is written for when its file or importers say so (``assess``'s
+        ``present`` and ``applies``, as ``skel suggest`` judges it). A mine grades every
+        kernel against every skeleton and never shows a near miss, so this stops at the
+        first precondition that fails and skips the refinements; ``assess`` grades them all, for suggestions."""
         if k.language not in self.languages:
             return None, False
         present = self.present.check(k)
         if present is not None:
             return ([_in_helper(h, k) for h in present] if k.folded else present), False
-        if not self.env.check(Target())[0]:
+        if not self.env.check(Target(backend=k.backend_hint or None))[0]:
             return None, False
         return None, all(cond.check(k) is not None for cond in self.preconditions)
 

@@ -1,0 +1,201 @@
+"""A kernel's backend from the modules that import it (skel/kernels/importers.py): a
+file every importer imports under `if _is_hip:` is ROCm code, and CUDA-only techniques
+are not suggested for it — by `skel suggest` and in what the miner stores."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import write
+from skel.kernels.importers import ImportGraph, flag_backend, import_sites, package_of
+
+KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fused_add_rmsnorm_decode_kernel(x_ptr, r_ptr, w_ptr, y_ptr, eps, D: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, D)
+    x = tl.load(x_ptr + row * D + cols).to(tl.float32) + tl.load(r_ptr + row * D + cols).to(tl.float32)
+    tl.store(r_ptr + row * D + cols, x)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
+    tl.store(y_ptr + row * D + cols, x * rstd * tl.load(w_ptr + cols).to(tl.float32))
+'''
+
+HIP_ONLY = '''
+from pkg.utils import is_hip
+
+_is_hip = is_hip()
+
+if _is_hip:
+    from pkg.ops.norm import fused_add_rmsnorm_decode_kernel
+'''
+
+PLAIN = '''
+from pkg.ops.norm import fused_add_rmsnorm_decode_kernel
+'''
+
+
+@pytest.mark.parametrize("test,backend", [
+    ("_is_hip", "rocm"),
+    ("is_hip()", "rocm"),
+    ("current_platform.is_rocm()", "rocm"),
+    ("_is_hip and use_fused", "rocm"),
+    ("(_use_aiter)", "rocm"),
+    ("current_platform.is_xpu()", "xpu"),
+    ("_is_npu", "npu"),
+    # says nothing certain about the platform
+    ("not _is_hip", ""),
+    ("_is_hip or _is_cuda", ""),
+    ("is_hip_and_something_else(x)", ""),
+    ("use_fused", ""),
+])
+def test_platform_flags(test, backend):
+    assert flag_backend(test) == backend
+
+
+def test_import_sites_read_the_branch_they_sit_in():
+    text = '''import os
+from .ops import norm
+if _is_hip:
+    from .ops.fused import a
+elif current_platform.is_xpu():
+    import pkg.ops.xpu_fused as f
+else:
+    from .ops.cuda import b
+
+
+def dispatch():
+    if not is_hip():
+        from pkg.ops.cuda import c
+    else:
+        from pkg.ops.hip import (
+            d,  # the HIP path
+            e,
+        )
+    with lock:
+        if _is_hip and fast:
+            from pkg.ops.hip_fast import g
+'''
+    got = {(s.module, s.names): s.guard for s in import_sites(text, "pkg/layers/attn.py")}
+    assert got == {
+        ("os", ()): "",
+        ("pkg.layers.ops", ("norm",)): "",
+        ("pkg.layers.ops.fused", ("a",)): "rocm",
+        ("pkg.ops.xpu_fused", ()): "xpu",
+        ("pkg.layers.ops.cuda", ("b",)): "",
+        ("pkg.ops.cuda", ("c",)): "",
+        ("pkg.ops.hip", ("d", "e")): "rocm",  # the else of `if not is_hip()`
+        ("pkg.ops.hip_fast", ("g",)): "rocm",
+    }
+
+
+def graph_of(files: dict[str, str]) -> ImportGraph:
+    graph = ImportGraph(lambda stem: ())
+    for rel, text in files.items():
+        graph.add(rel, text)
+    return graph
+
+
+def test_every_importer_must_agree():
+    files = {"pkg/ops/norm.py": KERNEL, "pkg/layers/attn.py": HIP_ONLY}
+    backend, why = graph_of(files).backend("pkg/ops/norm.py")
+    assert backend == "rocm" and "attn.py:7 under `if _is_hip`" in why
+    # one plain importer anywhere and the module is ordinary Triton
+    files["pkg/layers/mlp.py"] = PLAIN
+    assert graph_of(files).backend("pkg/ops/norm.py") == ("", "")
+    # a test imports everything: it is not an importer
+    del files["pkg/layers/mlp.py"]
+    files["tests/test_norm.py"] = PLAIN
+    assert graph_of(files).backend("pkg/ops/norm.py")[0] == "rocm"
+    # nobody imports it: nothing is known
+    assert graph_of({"pkg/ops/norm.py": KERNEL}).backend("pkg/ops/norm.py") == ("", "")
+
+
+def test_rocm_files_and_their_imports_count_as_rocm():
+    files = {
+        "pkg/ops/norm.py": KERNEL,
+        # a file AMD's own path names: what it imports is imported for ROCm
+        "pkg/layers/compress_hip.py": "from pkg.ops.runtime import run\n",
+        "pkg/ops/runtime.py": "from .norm import fused_add_rmsnorm_decode_kernel\n",
+    }
+    backend, why = graph_of(files).backend("pkg/ops/norm.py")
+    assert backend == "rocm" and "runtime.py:1, itself imported only for rocm" in why
+    files["pkg/layers/cuda_path.py"] = "import pkg.ops.runtime\n"
+    assert graph_of(files).backend("pkg/ops/norm.py") == ("", "")
+
+
+def test_a_package_reexport_stands_for_the_importers_of_its_names():
+    files = {
+        "pkg/ops/norm.py": KERNEL,
+        "pkg/ops/__init__.py": "from .norm import fused_add_rmsnorm_decode_kernel\n",
+        "pkg/layers/attn.py": "if _is_hip:\n    from pkg.ops import fused_add_rmsnorm_decode_kernel\n",
+    }
+    assert graph_of(files).backend("pkg/ops/norm.py")[0] == "rocm"
+    files["pkg/layers/mlp.py"] = "from pkg.ops import fused_add_rmsnorm_decode_kernel\n"
+    assert graph_of(files).backend("pkg/ops/norm.py") == ("", "")
+    # `from .norm import *` hides who uses what: nothing is concluded
+    files = dict(files, **{"pkg/ops/__init__.py": "from .norm import *\n"})
+    del files["pkg/layers/mlp.py"]
+    assert graph_of(files).backend("pkg/ops/norm.py") == ("", "")
+
+
+def test_absolute_imports_match_whatever_folder_was_mined():
+    # mined from inside the package folder: paths lack `pkg/`, imports have it
+    assert graph_of({"ops/norm.py": KERNEL, "layers/attn.py": HIP_ONLY}).backend("ops/norm.py")[0] == "rocm"
+    # a checkout with the package under python/: paths have more than imports
+    files = {"python/pkg/ops/norm.py": KERNEL, "python/pkg/layers/attn.py": HIP_ONLY}
+    assert graph_of(files).backend("python/pkg/ops/norm.py")[0] == "rocm"
+
+
+def test_package_of_climbs_over_namespace_folders(tmp_path):
+    write(tmp_path / "proj" / "pyproject.toml", "")
+    write(tmp_path / "proj" / "pkg" / "__init__.py", "")
+    write(tmp_path / "proj" / "pkg" / "srt" / "ops" / "norm.py", KERNEL)  # srt/ and ops/ have no __init__
+    root, rel = package_of(tmp_path / "proj" / "pkg" / "srt" / "ops" / "norm.py")
+    assert root == (tmp_path / "proj").resolve() and rel == "pkg/srt/ops/norm.py"
+    write(tmp_path / "lone" / "k.py", KERNEL)
+    assert package_of(tmp_path / "lone" / "k.py") is None
+
+
+def hip_package(root) -> None:
+    write(root / "pkg" / "__init__.py", "")
+    write(root / "pkg" / "ops" / "norm.py", KERNEL)
+    write(root / "pkg" / "layers" / "attn.py", HIP_ONLY)
+
+
+def test_suggest_reads_the_platform_from_the_importers(tmp_path):
+    # (no platform word in the test name: pytest puts it in tmp_path, and a path part
+    # `hip` alone would mark the file ROCm by its path)
+    from skel.retriever.suggest import suggest
+
+    hip_package(tmp_path)
+    (res,) = suggest(tmp_path / "pkg" / "ops" / "norm.py", None, k=50)
+    ids = [s.id for s in res.suggestions]
+    assert "launch-pdl" not in ids, "PDL is NVIDIA-only: never for a module only ROCm imports"
+    assert any(re.search(r"rocm backend \(every importer imports it for rocm only: attn.py:\d+ under `if _is_hip`\)", n)
+               for n in res.notes), res.notes
+    # the same file once a CUDA path imports it too: PDL is back, and so is the CUDA target
+    write(tmp_path / "pkg" / "layers" / "mlp.py", PLAIN)
+    (res,) = suggest(tmp_path / "pkg" / "ops" / "norm.py", None, k=50)
+    assert "launch-pdl" in [s.id for s in res.suggestions]
+    assert not any("rocm" in n for n in res.notes)
+
+
+def test_the_miner_stores_the_importers_backend_and_remines_when_it_changes(tmp_path, kb, hash_embedder):
+    from skel.miner.mine import mine
+    from skel.miner.sources import DirectorySource
+
+    hip_package(tmp_path / "repo")
+    mine(DirectorySource(tmp_path / "repo"), kb, embedder=hash_embedder, jobs=1)
+    (rec,) = kb.kernels(where={"source": "repo"})
+    assert "launch-pdl" not in rec.applicable
+    write(tmp_path / "repo" / "pkg" / "layers" / "mlp.py", PLAIN)
+    report = mine(DirectorySource(tmp_path / "repo"), kb, embedder=hash_embedder, jobs=1)
+    assert report.kernels_written == 1, "the kernel file itself did not change, its importers did"
+    (rec,) = kb.kernels(where={"source": "repo"})
+    assert "launch-pdl" in rec.applicable
