@@ -80,6 +80,9 @@ class Launch:
     # `torch.cuda.get_device_capability` that picks this launch's block sizes)
     host_calls: list[str] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)  # identifiers read in that function
+    # identifiers read by the functions of the same file that the launching function calls
+    # (`grid = _get_launch_config_2d(n)`, whose body reads `multi_processor_count`)
+    helper_names: list[str] = field(default_factory=list)
     star_kwargs: list[str] = field(default_factory=list)  # `**config`: meta-parameters from a dict
     # for each `**` argument, where its dict comes from: what the launching function last
     # assigned to it (`get_config(M, E)`, `{"BLOCK_SIZE_M": 64, "num_warps": 4}`), else the

@@ -432,6 +432,8 @@ class _HostVisitor(Walker):
         self._host_calls: set[str] = set()
         self._host_names: set[str] = set()
         self._host_seq: list[str] = []  # the launching function's calls, in source order
+        # top-level host function -> the identifiers its body reads (for `Launch.helper_names`)
+        self.function_names: dict[str, set[str]] = {}
         # id(launch call node) -> [launch, calls seen before it, calls seen once its arguments are done]
         self._launch_nodes: dict[int, list] = {}
 
@@ -450,6 +452,7 @@ class _HostVisitor(Walker):
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self._top is not node:
             return
+        self.function_names.setdefault(node.name.value, set()).update(self._host_names)
         for ln in self.launches[self._first_launch:]:
             if ln.grid in self._local_callables:
                 ln.grid_is_callable = True
@@ -820,6 +823,9 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     for stmt in module.body:  # kernels themselves launch nothing: skip their bodies
         if not (isinstance(stmt, cst.FunctionDef) and stmt in kernels):
             host.walk(stmt)
+    for ln in host.launches:  # what the same-file functions the launcher calls read (one level)
+        called = {c.rpartition(".")[2] for c in ln.host_calls} - {ln.host_function}
+        ln.helper_names = sorted({n for f in called & host.function_names.keys() for n in host.function_names[f]})
     lines = source.splitlines()
     launch_lines = _launch_lines(lines, {ln.kernel for ln in host.launches})
     for ln in host.launches:

@@ -118,8 +118,11 @@ def _tiered_launches(k):
         computed = [v for v in meta.values() if not _LITERAL.fullmatch(v.strip())]
         if not computed:
             continue
-        # the launching function queried the hardware (directly or through a helper name)
-        if any(HW_QUERY.search(x) for x in (*ln.host_calls, *ln.host_names)):
+        # the launching function queried the hardware (directly or through a helper name),
+        # or a function of the file it calls did (`_get_block_sizes(...)` reading the
+        # capability; its bare `get_device_properties` may only be the SM count)
+        if any(HW_QUERY.search(x) for x in (*ln.host_calls, *ln.host_names)) or any(
+                HW_QUERY.search(x) for x in ln.helper_names if x != "get_device_properties"):
             lines.append(ln.line)
     return lines or None
 

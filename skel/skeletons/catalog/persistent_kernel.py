@@ -71,11 +71,13 @@ _SM_COUNT = re.compile(r"(?i).*(multi_processor_count|num_?sms?|sm_?count|n_?sms
 
 
 def _grid_from_sm_count(k) -> bool:
-    """Some launch in the file sizes its grid from the SM count (a launch we cannot see
-    counts as sized): a grid-stride loop launched over every row only adds overhead."""
+    """Some launch in the file sizes its grid from the SM count, in the launching function
+    or in a function of the file it calls (sglang's `_get_launch_config_2d`); a launch we
+    cannot see counts as sized: a grid-stride loop launched over every row only adds overhead."""
     if not k.launches:
         return True
-    return any(_SM_COUNT.fullmatch(x) for ln in k.launches for x in (ln.grid, *ln.host_calls, *ln.host_names))
+    return any(_SM_COUNT.fullmatch(x) for ln in k.launches
+               for x in (ln.grid, *ln.host_calls, *ln.host_names, *ln.helper_names))
 
 
 GRID_FROM_SM_COUNT = custom(
