@@ -61,7 +61,7 @@ def test_platform_flags(test, backend):
 def test_import_sites_read_the_branch_they_sit_in():
     text = '''import os
 from .ops import norm
-if _is_hip:
+if _is_hip:  # the AMD path
     from .ops.fused import a
 elif current_platform.is_xpu():
     import pkg.ops.xpu_fused as f
@@ -70,7 +70,7 @@ else:
 
 
 def dispatch():
-    if not is_hip():
+    if not is_hip():  # CUDA
         from pkg.ops.cuda import c
     else:
         from pkg.ops.hip import (

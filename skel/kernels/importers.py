@@ -116,7 +116,7 @@ def _enclosing_test(lines: list[str], index: int) -> tuple[str, str]:
     i = index - 1
     while indent and i >= 0:
         line = lines[i]
-        body = line.strip()
+        body = re.sub(r"\s+#.*$", "", line.strip())  # `if _is_hip:  # the AMD path`
         i -= 1
         if not body or body.startswith("#"):
             continue
@@ -135,7 +135,7 @@ def _enclosing_test(lines: list[str], index: int) -> tuple[str, str]:
         while j >= 0:
             prev = lines[j]
             if prev.strip() and len(prev) - len(prev.lstrip()) == level and not prev.strip().startswith("#"):
-                m = re.match(r"\s*(?:if|elif)\b\s*(.*?):\s*$", prev)
+                m = re.match(r"\s*(?:if|elif)\b\s*(.*?):\s*$", re.sub(r"\s+#.*$", "", prev))
                 if m and (backend := _negated_backend(m.group(1))):
                     return backend, f"else of `if {m.group(1)}`"
                 if m or not prev.strip().startswith(("elif", "else")):

@@ -66,14 +66,16 @@ class MineReport:
 
 # --- facts, cached by content hash -----------------------------------------------------
 
-def _extract(job: tuple[str, str, list[str], tuple[str, str]]) -> tuple[str, list[dict] | str]:
+def _extract(job: tuple) -> tuple[str, list[dict] | str]:
     """Worker: one file's kernels — facts, the techniques each uses and the skeletons that
     would be suggested for it — or an error string. Never raises.
 
     Tagging happens here, beside the parse, because conditions read the data-flow view
     built from the parsed tree: the file is parsed once, and only plain data crosses the
     process boundary and lands in the cache."""
-    rel, text, tables, (backend, why) = job
+    # (rel, text, config tables[, (backend, why) from the importers]): older callers pass three
+    rel, text, tables = job[:3]
+    backend, why = job[3] if len(job) > 3 else ("", "")
     from skel.kernels import flow
     from skel.kernels.extract import extract, language_of
     from skel.kernels.guard import refusal
@@ -233,7 +235,7 @@ class _Worker:
         self.conn.close()
 
 
-def isolated(jobs_in: list[tuple[str, str, list[str], tuple[str, str]]], workers: int,
+def isolated(jobs_in: list[tuple], workers: int,
              seconds: float, fn: Callable = _extract) -> Iterator[tuple[int, tuple[str, list[dict] | str]]]:
     """``_extract`` of each job in worker processes, yielding (job index, result) as each
     ends. A worker that dies (a native parser's stack overflow is a SIGSEGV no Python code
