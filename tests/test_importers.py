@@ -199,3 +199,22 @@ def test_the_miner_stores_the_importers_backend_and_remines_when_it_changes(tmp_
     assert report.kernels_written == 1, "the kernel file itself did not change, its importers did"
     (rec,) = kb.kernels(where={"source": "repo"})
     assert "launch-pdl" in rec.applicable
+
+
+def test_a_common_module_name_is_narrowed_then_given_up(tmp_path, monkeypatch):
+    """`skel suggest` reads only the files that mention a module's name; for a common name
+    it keeps those that could import it, and past the limit concludes nothing (never a
+    guess from a partial read)."""
+    import skel.kernels.importers as imp
+
+    monkeypatch.setattr(imp, "MAX_MENTIONS", 3)
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops" / "runtime.py", KERNEL)
+    write(tmp_path / "pkg" / "layers" / "attn.py",
+          "if _is_hip:\n    from pkg.ops.runtime import fused_add_rmsnorm_decode_kernel\n")
+    for i in range(5):  # the word, not an import of it
+        write(tmp_path / "pkg" / "misc" / f"m{i}.py", "# the runtime decides\nRUNTIME = 1\n")
+    assert imp.backend_by_importers(tmp_path / "pkg" / "ops" / "runtime.py")[0] == "rocm"
+    for i in range(5):  # now more files than the limit could import it
+        write(tmp_path / "pkg" / "misc" / f"m{i}.py", "from pkg.ops import runtime_stats\n")
+    assert imp.backend_by_importers(tmp_path / "pkg" / "ops" / "runtime.py") == ("", "")

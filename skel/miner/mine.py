@@ -305,8 +305,9 @@ def isolated(jobs_in: list[tuple], workers: int,
 def backends_by_importers(files: list[SourceFile]) -> None:
     """Each kernel file imported only under `if _is_hip:` (or only by ROCm files) is
     marked for that backend (skel/kernels/importers.py) before it is parsed: what the
-    importers say is part of its digest. One pass over every file's import lines (about
-    0.2 s over sglang's 2,450 files), then a lookup per kernel file."""
+    importers say is part of its digest. One pass over every file's import lines, then a
+    lookup per kernel file: 0.6–0.8 s for sglang's 2,450 files, 1.1–1.5 s for vLLM's 3,230
+    (`python benchmarks/importers.py`)."""
     from skel.kernels.importers import ImportGraph
 
     graph = ImportGraph(lambda stem: ())
@@ -314,7 +315,7 @@ def backends_by_importers(files: list[SourceFile]) -> None:
         if f.rel.endswith(".py"):
             graph.add(f.rel, f.text)
     for f in files:
-        if f.rel.endswith(".py") and walk_hint(f.text, f.rel):
+        if f.rel.endswith(".py") and "jit" in f.text and walk_hint(f.text, f.rel):
             f.with_backend(*graph.backend(f.rel))
 
 
