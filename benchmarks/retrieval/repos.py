@@ -75,7 +75,9 @@ def backend_by_importers(repo: Path, rev: str, path: str) -> tuple[str, str]:
     """What ``skel suggest`` concludes from the importers of ``path`` in a checkout of
     ``rev`` (skel/kernels/importers.py), read from the bare repository. The whole tree is
     read, not only the file's top-level package: an importer outside it (an example, a
-    benchmark) can only make the answer more cautious."""
+    benchmark) can only make the answer more cautious. Common names are not narrowed to the
+    files that could import them first, as ``skel suggest`` does: a name in more than
+    ``MAX_MENTIONS`` files concludes nothing here (more cautious again)."""
     from skel.kernels.importers import ImportGraph
 
     return ImportGraph(lambda stem: mentioning(repo, rev, stem)).backend(path)

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Callable
 
 from skel.errors import NoKernelError, SuggestError
 from skel.retriever.lexical import lexical_scores
-from skel.skeletons.base import BOUNDS, Status, Target, foothold
+from skel.skeletons.base import BOUNDS, Status, Target, foothold, version_tuple
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications
 from skel.store.knowledge import Stats
@@ -461,9 +461,9 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     # citing that very run. It is named in a note instead. A technique that merely timed
     # flat on its own example stays listed, with the run as a caveat: measured on our
     # template, not on the user's kernel (fla's KDA tile fusion, the brief's case, is one).
-    if any(not _no_op(s) for s in out):
-        same = [s for s in out if _no_op(s)]
-        out = [s for s in out if not _no_op(s)]
+    if any(not _no_op(s, target) for s in out):
+        same = [s for s in out if _no_op(s, target)]
+        out = [s for s in out if not _no_op(s, target)]
         if same:
             result.notes.append("left out, since their GPU runs compiled them to the same machine code as the "
                                 "original and other techniques fit (`skel show ID` has the run): "
@@ -478,11 +478,16 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     return result
 
 
-def _no_op(s: Suggestion) -> bool:
-    """The suggestion's evidence says the rewrite compiles to the original's machine code on
-    the target (not stale: on another Triton the compiler may not do it)."""
+def _no_op(s: Suggestion, target: Target) -> bool:
+    """The suggestion's evidence says the rewrite compiles to the original's machine code,
+    on the target's Triton or an older one (an unknown Triton counts as the run's): a newer
+    compiler keeps such a fusion, an older one may not have had it yet."""
     report = s.verification
-    return report.status is Status.NO_EFFECT and any(r.verdict == "no-op" for r in report.records)
+    if report.basis is not Status.NO_EFFECT:
+        return False
+    runs = [r for r in report.records if r.verdict == "no-op"]
+    return any(target.triton is None or (r.triton is not None and version_tuple(target.triton)
+                                         >= version_tuple(r.triton)) for r in runs)
 
 
 def _ruled_out(skeleton, kf: KernelFacts):

@@ -69,7 +69,8 @@ def foothold(hits: list[Hit]) -> bool:
 LANGUAGES = {"triton", "cuda"}
 
 
-def _version(v: str) -> tuple[int, ...]:
+def version_tuple(v: str) -> tuple[int, ...]:
+    """`3.6.0+git1` -> (3, 6, 0): the numeric parts, for comparing Triton versions."""
     parts = []
     for piece in v.split("."):
         m = re.match(r"\d+", piece)
@@ -81,12 +82,12 @@ def _version(v: str) -> tuple[int, ...]:
 
 def version_in(version: str, spec: str) -> bool:
     """``version_in("3.7.1", ">=3.0,<3.9")``: a small, dependency-free range check."""
-    v = _version(version)
+    v = version_tuple(version)
     for clause in filter(None, (c.strip() for c in spec.split(","))):
         m = re.match(r"(>=|<=|==|!=|>|<)\s*([\d.]+)", clause)
         if not m:
             raise ValueError(f"bad version clause {clause!r} in {spec!r}")
-        op, other = m.group(1), _version(m.group(2))
+        op, other = m.group(1), version_tuple(m.group(2))
         n = max(len(v), len(other))
         a, b = v + (0,) * (n - len(v)), other + (0,) * (n - len(other))
         ok = {">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b}[op]
