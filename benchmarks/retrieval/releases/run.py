@@ -45,12 +45,12 @@ from metrics import BM25, KS, cosine_rank, recall_at, reciprocal_rank, skeleton_
 # --- the run ----------------------------------------------------------------------------
 
 def newest_after(cases: list[dict]) -> dict[str, str]:
-    from skel.skeletons.base import _version
+    from skel.skeletons.base import version_tuple
 
     out: dict[str, str] = {}
     for c in cases:
         v = c["after"]
-        if c["package"] not in out or _version(v) > _version(out[c["package"]]):
+        if c["package"] not in out or version_tuple(v) > version_tuple(out[c["package"]]):
             out[c["package"]] = v
     return out
 
