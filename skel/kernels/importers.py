@@ -49,8 +49,8 @@ _DEPTH = 3
 #: a module name in more files than this, even counting only the files that could import
 #: it (`.model`, `import model`, alone in a bracketed import list), is not followed by
 #: ``skel suggest``: reading them all costs more than the answer is worth, and without them
-#: nothing is concluded (vLLM has 1,900 files saying `model`; at 300, sglang's
-#: `unified_kv_kernels/runtime.py` was lost, `runtime` being in 500 of its files)
+#: nothing is concluded (`model` is in most of vLLM's files; with 300, sglang's
+#: `unified_kv_kernels/runtime.py` was not followed: `runtime` is also a package name there)
 MAX_MENTIONS = 800
 #: tests import everything, for every backend: they are not importers
 _TESTS = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*\.py$|_test\.py$|(?:^|/)conftest\.py$")
