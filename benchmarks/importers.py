@@ -3,13 +3,14 @@
     python benchmarks/importers.py            # sglang 0.5.14 and vLLM 0.33.0 wheels (fetched once, cached)
 
 For each wheel:
-- `skel suggest`'s lookup, `backend_by_importers(file)`, in a fresh process per call with the
-  extractor already imported (the package is read again each time, as one `skel suggest`
-  command does), on five kernel files chosen by a fixed seed, three times each: median
-  (min–max) seconds;
+- `skel suggest`'s lookup, `settle_backends_on_disk(file, kernels)` (the importers of the
+  module, then the callers of each kernel's launcher), in a fresh process per call with the
+  file already parsed (the package is read again each time, as one `skel suggest` command
+  does), on five kernel files chosen by a fixed seed, three times each: median (min–max)
+  seconds;
 - the miner's pass, `backends_by_importers(files)` over every file of the wheel, in process;
-- how many Triton kernels the importers move to a backend their own file did not name, and
-  how many a file names itself.
+- how many Triton kernels the importers move to a backend their own file did not name, how
+  many the callers of their launchers move, and how many a file names itself.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ PACKAGES = (("sglang", "0.5.14"), ("vllm", "0.33.0"))
 FILES, REPEAT, SEED = 5, 3, 20261203
 # the extractor is imported first: `skel suggest` has it loaded (it just parsed the file)
 # before it looks the importers up, and its import (libcst) is not the lookup's cost
-ONE_CALL = ("import sys, time; import skel.kernels.triton; from skel.kernels.importers import backend_by_importers; "
-            "t = time.perf_counter(); backend_by_importers(sys.argv[1]); print(time.perf_counter() - t)")
+ONE_CALL = ("import sys, time; from skel.kernels.triton import extract_file; "
+            "from skel.kernels.importers import settle_backends_on_disk; p = sys.argv[1]; "
+            "ks = extract_file(open(p, encoding='utf-8', errors='replace').read(), p); "
+            "t = time.perf_counter(); settle_backends_on_disk(p, ks); print(time.perf_counter() - t)")
 
 
 def spread(xs: list[float]) -> str:
@@ -45,7 +48,7 @@ def spread(xs: list[float]) -> str:
 def main() -> int:
     import fetch
 
-    from skel.kernels.importers import apply_backend, folder_graph
+    from skel.kernels.importers import folder_graph, settle_backends
     from skel.kernels.triton import extract_file
     from skel.miner.mine import backends_by_importers
     from skel.miner.walk import SourceFile, decode
@@ -68,7 +71,7 @@ def main() -> int:
             backends_by_importers(sources)
             mined.append(time.perf_counter() - t0)
         graph = folder_graph(root, pkg)
-        moved, own = Counter(), Counter()
+        moved, called, own = Counter(), Counter(), Counter()
         for p in kernel_files:
             rel = p.relative_to(root).as_posix()
             try:
@@ -78,15 +81,18 @@ def main() -> int:
             for k in kernels:
                 if k.backend_hint:
                     own[k.backend_hint] += 1
-            apply_backend(kernels, *graph.backend(rel))
+            settle_backends(graph, rel, kernels)
             for k in kernels:
-                if k.backend_reason:
+                if k.backend_reason.startswith("its launcher"):
+                    called[k.backend_hint] += 1
+                elif k.backend_reason:
                     moved[k.backend_hint] += 1
         rows.append([f"{pkg} {version}", len(files), spread(calls), spread(mined),
                      ", ".join(f"{n} {b}" for b, n in sorted(moved.items())) or "0",
+                     ", ".join(f"{n} {b}" for b, n in sorted(called.items())) or "0",
                      ", ".join(f"{n} {b}" for b, n in sorted(own.items())) or "0"])
     print(table(["wheel", "files", "skel suggest's lookup (new process)", "miner's pass (all files)",
-                 "kernels moved by importers", "kernels their file names"], rows))
+                 "kernels moved by importers", "by their launchers' callers", "kernels their file names"], rows))
     return 0
 
 

@@ -346,9 +346,9 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     Skeletons whose preconditions hold, whose environment fits and which the kernel does
     not already use come first, each with why it applies (the kernel's lines), the
     evidence (real mined locations) and its before → after template. Below them, labelled:
-    refinements of a technique the kernel uses incompletely, related techniques (close in
-    words, no structural match) and, only when nothing else fits, near misses (one literal
-    detail missing, named; otherwise a note names them).
+    refinements of a technique the kernel uses incompletely and, only when nothing else
+    fits, near misses (one literal detail missing, named) and related techniques (close in
+    words, no structural match); otherwise a note names those.
     Exit 0 needs a match or a refinement. With no mined knowledge base the built-in
     catalog still answers, without locations. KERNEL_FILE `-` reads the kernel from
     standard input (editor integrations; see --stdin-name).

@@ -18,8 +18,6 @@ NEAR = {(e.path, e.kernel, e.skeleton_id) for e in EXPECTATIONS if e.kind == "ne
 # `ok` kernels that `skel suggest` does list as near misses today, against their fixture:
 # known defects, reported as expected failures until the skeleton stops listing them
 NEAR_AGAINST_FIXTURE = {
-    ("autotune_configs.py", "prefix_match_scan", "autotune-configs"):
-        "BLOCK is bookkeeping, not a tile, yet the soft tile-loop condition is the only one it misses",
     ("autotune_configs.py", "combine_four_splits", "autotune-configs"):
         "a fixed four-split loop, yet the soft tile-loop condition is the only one it misses",
 }

@@ -286,7 +286,11 @@ def test_suggest_evidence_line_reads_history(mined, tmp_path):
 
     store, _ = mined
     kernel = tmp_path / "mine.py"
-    kernel.write_text(V1.split("@triton.autotune")[0].lstrip())
+    # with a softmax scale, so exp2 folding fits it (a related technique beside full matches is
+    # only named in a note)
+    kernel.write_text(V1.split("@triton.autotune")[0].lstrip()
+                      .replace("tl.exp(x - tl.max(x, 0))", "tl.exp((x - tl.max(x, 0)) * scale)")
+                      .replace("(x_ptr, y_ptr, N, BLOCK", "(x_ptr, y_ptr, N, scale, BLOCK"))
     results = api.suggest(kernel, store=str(store), k=50)
     (s,) = [s for r in results for s in r.suggestions if s.id == "exp2-log2e-folding"]
     assert s.history.startswith("introduced in 1 commit across 1 repository (latest: 2024-01-02 demo@")

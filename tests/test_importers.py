@@ -218,3 +218,94 @@ def test_a_common_module_name_is_narrowed_then_given_up(tmp_path, monkeypatch):
     for i in range(5):  # now more files than the limit could import it
         write(tmp_path / "pkg" / "misc" / f"m{i}.py", "from pkg.ops import runtime_stats\n")
     assert imp.backend_by_importers(tmp_path / "pkg" / "ops" / "runtime.py") == ("", "")
+
+
+# --- the functions that launch a kernel, and where they are called --------------------
+
+LAUNCHED = KERNEL + '''
+
+def fused_add_rmsnorm(x, r, w, eps):
+    y = torch.empty_like(x)
+    fused_add_rmsnorm_decode_kernel[(x.shape[0],)](x, r, w, y, eps, D=x.shape[1])
+    return y
+
+
+if __name__ == "__main__":
+    fused_add_rmsnorm(*make_inputs())  # a self-test is no caller
+'''
+
+CALLED_FOR_HIP = '''
+from pkg.ops.norm import fused_add_rmsnorm
+from pkg.utils import is_hip
+
+_is_hip = is_hip()
+
+
+class Norm:
+    def forward(self, x, r):
+        if _is_hip:
+            return fused_add_rmsnorm(x, r, self.w, self.eps)
+        return torch.ops.sgl_kernel.fused_add_rmsnorm(x, r, self.w, self.eps)
+'''
+
+
+def kernel_facts(files: dict[str, str], rel: str = "pkg/ops/norm.py"):
+    from skel.kernels.importers import settle_backends
+    from skel.kernels.triton import extract_file
+
+    kernels = extract_file(files[rel], rel)
+    settle_backends(graph_of(files), rel, kernels)
+    (k,) = kernels
+    return k
+
+
+def test_a_module_imported_everywhere_but_launched_only_for_rocm_is_rocm():
+    files = {"pkg/ops/norm.py": LAUNCHED, "pkg/layers/norm.py": CALLED_FOR_HIP}
+    k = kernel_facts(files)
+    assert k.backend_hint == "rocm"
+    assert k.backend_reason == ("its launcher `fused_add_rmsnorm` is called for rocm only: "
+                                "norm.py:11 under `if _is_hip`")
+    # one call on the common path and nothing is concluded
+    files["pkg/layers/mlp.py"] = "from pkg.ops.norm import fused_add_rmsnorm\n\ny = fused_add_rmsnorm(x, r, w, 1e-6)\n"
+    assert kernel_facts(files).backend_hint == ""
+    # a function handed to a dispatch table is a use as much as a call
+    files["pkg/layers/mlp.py"] = "from pkg.ops.norm import fused_add_rmsnorm\n\nOPS = {'norm': fused_add_rmsnorm}\n"
+    assert kernel_facts(files).backend_hint == ""
+    # imported under another name, its calls cannot be found: nothing is concluded
+    files["pkg/layers/mlp.py"] = "from pkg.ops.norm import fused_add_rmsnorm as norm\n"
+    assert kernel_facts(files).backend_hint == ""
+    # names in docstrings, `__all__` strings and import lists are not uses; nobody calling it
+    # concludes nothing
+    files = {"pkg/ops/norm.py": LAUNCHED + '\n__all__ = ["fused_add_rmsnorm"]\n',
+             "pkg/layers/doc.py": '"""See\n  fused_add_rmsnorm(x) for the fused path.\n"""\n'
+                                  'from pkg.ops.norm import (\n    fused_add_rmsnorm,\n)\n'}
+    assert kernel_facts(files).backend_hint == ""
+
+
+def test_a_launcher_called_by_a_dispatcher_is_followed_one_function_up():
+    dispatcher = LAUNCHED + '''
+
+def norm_dispatch(x, r, w, eps):
+    return fused_add_rmsnorm(x, r, w, eps)
+'''
+    caller = CALLED_FOR_HIP.replace("fused_add_rmsnorm(x, r, self.w", "norm_dispatch(x, r, self.w").replace(
+        "from pkg.ops.norm import fused_add_rmsnorm", "from pkg.ops.norm import norm_dispatch")
+    k = kernel_facts({"pkg/ops/norm.py": dispatcher, "pkg/layers/norm.py": caller})
+    assert k.backend_hint == "rocm"
+    assert "norm.py:" in k.backend_reason and "in `norm_dispatch`, itself called only for rocm" in k.backend_reason
+    # a ROCm file calling the launcher counts as a ROCm call site
+    files = {"pkg/ops/norm.py": LAUNCHED,
+             "pkg/layers/compress_hip.py": "from pkg.ops.norm import fused_add_rmsnorm\n\n"
+                                           "def run(x, r, w):\n    return fused_add_rmsnorm(x, r, w, 1e-6)\n"}
+    assert kernel_facts(files).backend_hint == "rocm"
+
+
+def test_suggest_reads_the_platform_from_the_launchers_callers(tmp_path):
+    from skel.retriever.suggest import suggest
+
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops" / "norm.py", "import torch\n" + LAUNCHED)
+    write(tmp_path / "pkg" / "layers" / "norm.py", CALLED_FOR_HIP)
+    (res,) = suggest(tmp_path / "pkg" / "ops" / "norm.py", None, k=50)
+    assert "launch-pdl" not in [s.id for s in res.suggestions]
+    assert any("its launcher `fused_add_rmsnorm` is called for rocm only" in n for n in res.notes), res.notes

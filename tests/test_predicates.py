@@ -15,7 +15,8 @@ import pytest
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
 from skel.skeletons.predicates import (addresses, autotune, branches, dots, e8m0, host, loops, masks, names,
-                                       pointers, programs, rows, scales, softmax_loops, splits, tiles)
+                                       pointers, programs, rows, scales, softmax_loops, splits, tiles,
+                                       workload)
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 SKELETONS = Path(__file__).resolve().parent.parent / "skel" / "skeletons"
@@ -1498,3 +1499,53 @@ def test_cuda_tiles_gemm_shapes_and_tile_loops():
     # a grid-stride loop over rows with no GEMM work is not a persistent GEMM
     assert cuda_tiles.tile_loops(norm) and not cuda_tiles.gemm_tile_loop_lines(norm)
     assert not cuda_tiles.syncthreads_k_loops(norm)  # a sum of squares is no product of two arrays
+
+
+# --- workload: data movement and per-step bookkeeping ----------------------------------
+
+COPY_IDS = """
+@triton.jit
+def copy_ids(dst, src, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    ids = tl.load(src + offs, mask=offs < n)
+    tl.store(dst + offs, ids // 2 + 1, mask=offs < n)
+"""
+
+
+@pytest.mark.parametrize("body, moves", [
+    ("ids = tl.load(src + offs, mask=offs < n)", True),                       # a copy
+    ("ids = tl.load(src + offs, mask=offs < n) * 2.0", False),                # a float literal
+    ("ids = tl.load(src + offs, mask=offs < n).to(tl.float32)", False),       # a float dtype
+    ("ids = tl.load(src + offs, mask=offs < n) / n", False),                  # a true division
+    ("ids = tl.exp(tl.load(src + offs, mask=offs < n))", False),              # a math call
+    ("ids = tl.load(src + offs, mask=offs < n)  # not float: ids / 2", True),  # comments do not count
+])
+def test_moves_data_only_is_a_kernel_with_no_float_sign(body, moves):
+    src = COPY_IDS.replace("ids = tl.load(src + offs, mask=offs < n)", body)
+    assert workload.moves_data_only(kernel(src)) is moves
+    assert holds(workload.MOVES_DATA_ONLY, kernel(src)) is moves
+
+
+def test_moves_data_only_reads_float_operand_parameters():
+    # `x * scale` with a scale parameter: float work the kernel's text does not type
+    k = kernel(COPY_IDS.replace("(dst, src, n,", "(dst, src, scale, n,").replace("ids // 2 + 1", "ids * scale"))
+    assert not workload.moves_data_only(k)
+
+
+@pytest.mark.parametrize("path, part", [
+    ("vllm/v1/worker/gpu/sample/penalties.py", "worker/"),
+    ("sglang/srt/speculative/triton_ops/cache_locs.py", "speculative/"),
+    ("sglang/srt/mem_cache/triton_ops/allocator.py", "allocator.py"),
+    ("sglang/srt/layers/attention/dsv4/metadata_kernel.py", "metadata_kernel.py"),
+    ("vllm/v1/attention/ops/metadata.py", "metadata.py"),
+    ("sglang/srt/constrained/triton_ops/token_filter_ops.py", "constrained/"),
+    ("sglang/srt/layers/elementwise.py", ""),             # a per-layer op
+    ("vllm/model_executor/layers/activation.py", ""),
+    ("my_kernels/sample_norm.py", ""),                     # a file merely named like one
+])
+def test_step_module_reads_the_serving_engines_per_step_folders_and_files(path, part):
+    ks = extract_file(HEADER + textwrap.dedent(COPY_IDS).lstrip(), path)
+    assert workload.step_module(ks[0]) == part
+    assert holds(workload.STEP_MODULE, ks[0]) is bool(part)
+

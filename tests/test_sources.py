@@ -306,7 +306,7 @@ def tiled_copy(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(0)
     for start in range(0, N, BLOCK_SIZE):
         offs = start + tl.arange(0, BLOCK_SIZE)
-        tl.store(y_ptr + pid * N + offs, tl.load(x_ptr + pid * N + offs, mask=offs < N) * 2, mask=offs < N)
+        tl.store(y_ptr + pid * N + offs, tl.load(x_ptr + pid * N + offs, mask=offs < N) * 2.0, mask=offs < N)
 '''
 
 

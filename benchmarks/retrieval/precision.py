@@ -5,6 +5,7 @@
     python benchmarks/retrieval/precision.py sample --sample fresh2   # another draw of kernels (its own seed),
     python benchmarks/retrieval/precision.py report --sample fresh2   #   pairs in precision_pairs_fresh2.json
     python benchmarks/retrieval/precision.py report --by status --samples ,fresh2   # verdicts by evidence status
+    python benchmarks/retrieval/precision.py rescore --samples ,fresh2   # today's top 5s of spent draws
 
 A sample whose verdicts were read while changing skel is spent: its number says how the
 change did on what it was tuned on. Quote a sample drawn after the change (``--sample``
@@ -51,7 +52,7 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
     import fetch  # benchmarks/retrieval/releases/fetch.py: pip download + unpack, cached
 
     from skel.errors import SkelError
-    from skel.kernels.importers import apply_backend, folder_graph, needs_importers
+    from skel.kernels.importers import folder_graph, needs_importers, settle_backends
     from skel.kernels.triton import extract_file
 
     root = fetch.ensure(pkg, version, cache, verbose=False)
@@ -68,14 +69,15 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
         except (SkelError, SyntaxError, ValueError):
             continue
         if needs_importers(kernels):
-            apply_backend(kernels, *importers.backend(rel))
+            settle_backends(importers, rel, kernels)
         out += [(rel, k) for k in kernels]
     return out
 
 
 #: the named draws in the order they were made: each excludes the kernels of those before it,
 #: so any of them can be drawn again identically; a new name excludes all of these
-DRAWS = ("", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11")
+DRAWS = ("", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11",
+         "fresh12", "fresh13")
 
 
 def _earlier(name: str) -> list[str]:
@@ -186,17 +188,64 @@ def report(name: str = "") -> int:
     return 1 if unjudged else 0
 
 
+def rescore(cache: Path, names: list[str], dump: str = "") -> int:
+    """Rank the kernels of spent draws again with today's skel and score the new top 5s with the
+    verdicts already given. Those verdicts were read while changing skel, so this is a tuning
+    signal (did a change drop the pairs it meant to, and keep the rest?), never a number to quote;
+    pairs no draw judged are counted as unjudged."""
+    from skel.embed import default_embedder
+    from skel.retriever.suggest import suggest_for
+    from skel.store.knowledge import KnowledgeBase
+
+    verdicts = {(v["kernel"], v["skeleton"]): v for v in json.loads(VERDICTS.read_text())["verdicts"]}
+    wanted = {p["kernel"] for n in names for p in json.loads(_paths(n)[0].read_text())}
+    before = {(p["kernel"], p["skeleton"]) for n in names for p in json.loads(_paths(n)[0].read_text())}
+    kb = KnowledgeBase.open(str(cache / "store-commits"), create=False)
+    embedder = default_embedder()
+    now: set[tuple[str, str]] = set()
+    for pkg, version in PACKAGES:
+        for path, kf in kernels_of(pkg, version, cache):
+            key = f"{pkg}=={version}:{path}:{kf.name}"
+            if key in wanted:
+                now |= {(key, s.id) for s in suggest_for(kf, kb, k=5, embedder=embedder).suggestions}
+
+    def tally(pairs: set[tuple[str, str]]) -> str:
+        got = [verdicts[p]["verdict"] if p in verdicts else "unjudged" for p in pairs]
+        c, i = got.count("correct"), got.count("incorrect")
+        return (f"{len(pairs)} pairs, {c} correct, {i} incorrect, {got.count('unjudged')} unjudged"
+                + (f"; precision {c / (c + i):.3f}" if c + i else ""))
+    print(f"spent draws {', '.join(n or 'first' for n in names)}: {len(wanted)} kernels (a tuning signal only)")
+    print(f"  as drawn:      {tally(before)}")
+    print(f"  ranked today:  {tally(now)}")
+    print(f"  dropped since: {tally(before - now)}")
+    print(f"  new since:     {tally(now - before)}")
+    print("  ranked today, by skeleton:")
+    for sid in sorted({s for _, s in now}, key=lambda x: -sum(1 for _, s in now if s == x)):
+        print(f"    {sid:28} {tally({p for p in now if p[1] == sid})}")
+    for k, s in sorted(before - now):
+        v = verdicts.get((k, s), {}).get("verdict", "unjudged")
+        print(f"    dropped {v:9} {s:28} {k.split(':', 1)[1]}")
+    if dump:
+        Path(dump).write_text(json.dumps([{"kernel": k, "skeleton": s, **verdicts.get((k, s), {})}
+                                          for k, s in sorted(now)], indent=1))
+    return 0
+
+
 if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", nargs="?", choices=["sample", "report"], default="report")
+    ap.add_argument("command", nargs="?", choices=["sample", "report", "rescore"], default="report")
     ap.add_argument("--sample", default="", help="a named draw of kernels (default: the first one)")
     ap.add_argument("--by", choices=["kind", "skeleton", "skeleton-kind", "status"],
                     help="report: verdicts grouped by tier, skeleton or verification status, over the "
                          "samples named by --samples")
-    ap.add_argument("--samples", default="", help="with --by: comma-separated sample names ('' = the first)")
+    ap.add_argument("--samples", default="", help="with --by or rescore: comma-separated sample names "
+                                                  "('' = the first)")
+    ap.add_argument("--json", default="", help="rescore: write today's pairs with their verdicts to this file")
     args = ap.parse_args()
     if args.command == "report" and args.by:
         sys.exit(report_by(args.by, args.samples.split(",")))
+    if args.command == "rescore":
+        sys.exit(rescore(repos.DEFAULT_CACHE, args.samples.split(","), args.json))
     sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample))

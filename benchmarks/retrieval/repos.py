@@ -83,6 +83,16 @@ def backend_by_importers(repo: Path, rev: str, path: str) -> tuple[str, str]:
     return ImportGraph(lambda stem: mentioning(repo, rev, stem)).backend(path)
 
 
+def settle_backends(repo: Path, rev: str, path: str, kernels: list) -> None:
+    """``skel.kernels.importers.settle_backends`` in a checkout of ``rev``, read from the bare
+    repository as ``backend_by_importers`` reads it: the importers of ``path``, then the
+    mentions of the functions launching each kernel."""
+    from skel.kernels.importers import ImportGraph
+    from skel.kernels.importers import settle_backends as settle
+
+    settle(ImportGraph(lambda stem: mentioning(repo, rev, stem)), path, kernels)
+
+
 def _utc(timestamp: str) -> str:
     return datetime.fromtimestamp(int(timestamp), timezone.utc).isoformat()
 

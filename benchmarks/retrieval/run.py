@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from skel.embed import default_embedder
-    from skel.kernels.importers import apply_backend, needs_importers
+    from skel.kernels.importers import needs_importers
     from skel.kernels.triton import extract_file
     from skel.retriever.suggest import suggest_for
     from skel.skeletons.registry import all_skeletons
@@ -176,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(f"{c['id']}: no kernel {c['function']} in {c['path']} at {c['parent'][:10]}")
             continue
         if needs_importers([kf]):  # as `skel suggest` in a checkout: who imports the file, and for what
-            apply_backend([kf], *repos.backend_by_importers(repos.ensure(c["repo"], args.cache), c["parent"],
-                                                            c["path"]))
+            repos.settle_backends(repos.ensure(c["repo"], args.cache), c["parent"], c["path"], [kf])
         source = c["repo"].split("/")[1].lower()
         exclude = {"$or": [{"source": {"$ne": source}}, {"file": {"$ne": c["path"]}}]}
         res = suggest_for(kf, kb, k=len(skeletons), embedder=query_embedder, exclude=exclude)

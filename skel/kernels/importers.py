@@ -20,8 +20,12 @@ answers, for one module, the backend every importer imports it for:
 It answers only when there is at least one importer and all agree: one plain import
 anywhere (a CUDA path, a re-export used by CUDA code) and the module is ordinary Triton.
 Tests are not importers (they import everything). A package ``__init__`` that re-exports
-the module stands for the importers of the names it re-exports. Known limit: a module
-imported at top level and only *called* under ``if is_hip():`` is not recognised.
+the module stands for the importers of the names it re-exports.
+
+A module imported at top level whose kernel is only *launched* for one backend is read
+through its launchers (:meth:`ImportGraph.backend_of_calls`): every mention of the function
+that launches the kernel, in the package, sits under a platform test (`if _is_hip:`), in a
+file written for that backend, or in a function whose own mentions do (two functions up).
 
 Where the files come from is the caller's business (a folder for ``skel suggest``, the
 mined files for the miner, a git revision for the benchmark): they hand an
@@ -46,6 +50,9 @@ _PLATFORM_FLAG = (
 #: at most this many modules up the chain of importers (a ROCm file importing a module
 #: that imports the kernel's); further away the answer is a guess
 _DEPTH = 3
+#: at most this many functions up from a kernel's launcher (a dispatcher calling the
+#: launcher, the `if _is_hip:` that calls the dispatcher)
+_CALL_DEPTH = 2
 #: a module name in more files than this, even counting only the files that could import
 #: it (`.model`, `import model`, alone in a bracketed import list), is not followed by
 #: ``skel suggest``: reading them all costs more than the answer is worth, and without them
@@ -152,6 +159,71 @@ def _enclosing_test(lines: list[str], index: int) -> tuple[str, str]:
     return "", ""
 
 
+#: a one-line string literal: a name inside one (`__all__ = ["fn"]`) is not a use of it
+_STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+
+
+def _enclosing_def(lines: list[str], index: int) -> str:
+    """The name of the function whose body holds ``lines[index]`` ("" at module level)."""
+    indent = len(lines[index]) - len(lines[index].lstrip())
+    for j in range(index - 1, -1, -1):
+        line = lines[j]
+        body = line.strip()
+        if not body or body.startswith("#"):
+            continue
+        level = len(line) - len(line.lstrip())
+        if level < indent:
+            m = re.match(r"(?:async\s+)?def\s+(\w+)", body)
+            if m:
+                return m.group(1)
+            indent = level
+            if level == 0:
+                return ""
+    return ""
+
+
+def _not_code(lines: list[str]) -> set[int]:
+    """Indices of the lines that are not statements a name can be used in: inside a
+    triple-quoted string (a docstring naming the function), or continuing a bracketed
+    `from x import (...)` list."""
+    out: set[int] = set()
+    quote = ""  # the open triple quote, if any
+    in_import = False
+    for i, line in enumerate(lines):
+        if quote:
+            out.add(i)
+            if line.count(quote) % 2:
+                quote = ""
+            continue
+        if in_import:
+            out.add(i)
+            in_import = ")" not in line
+            continue
+        body = line.strip()
+        if body.startswith(("from ", "import ")) and "(" in body and ")" not in body:
+            in_import = True
+            continue
+        for q in ('"""', "'''"):
+            if line.count(q) % 2:
+                quote = q
+                out.add(i)
+                break
+    return out
+
+
+def _in_main_block(lines: list[str], index: int) -> bool:
+    """``lines[index]`` is inside `if __name__ == "__main__":` (a module's self-test)."""
+    indent = len(lines[index]) - len(lines[index].lstrip())
+    for j in range(index - 1, -1, -1):
+        line = lines[j]
+        if not line.strip() or len(line) - len(line.lstrip()) >= indent:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            return bool(re.match(r"if\s+__name__\s*==", line))
+    return False
+
+
 _FROM = re.compile(r"from\s+(\.*)([\w.]*)\s+import\s+(.*)", re.S)
 _IMPORT = re.compile(r"import\s+(.*)", re.S)
 
@@ -216,6 +288,7 @@ class ImportGraph:
         self._asked: set[str] = set()
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
+        self._prose: dict[str, set[int]] = {}  # file -> indices of docstring and import-list lines
         self._by_last: dict[str, list[tuple[str, ImportSite]]] = {}
         self._own: dict[str, str] = {}  # file -> the backend its own path/docstring names
         self._common: set[str] = set()  # names in too many files to read them all
@@ -306,6 +379,87 @@ class ImportGraph:
         shown = "; ".join(sorted(set(reasons))[:3]) + (" ..." if len(set(reasons)) > 3 else "")
         backend = backends.pop()
         return backend, f"every importer imports it for {backend} only: {shown}"
+
+    def backend_of_calls(self, rel: str, functions: Iterable[str], depth: int = _CALL_DEPTH) -> tuple[str, str]:
+        """(backend, why) when every mention of ``functions`` (the host functions of ``rel``
+        that launch a kernel) outside their own `def` and import lines — a call, or a name
+        handed to a dispatch table — is made for one backend only: under a platform test
+        (`if _is_hip:`), in a file written for that backend, in a module itself imported only
+        for it, or in a function whose own mentions are (``depth`` functions up). Tests and
+        `if __name__ == "__main__":` self-tests do not count; a function nobody mentions
+        concludes nothing. ("", "") otherwise."""
+        backends, reasons = set(), []
+        mentioned = False
+        for fn in dict.fromkeys(functions):
+            for other, lines, i in self._mentions(rel, fn):
+                if i < 0:
+                    return "", ""  # a name in too many files to read, or imported under another name
+                mentioned = True
+                where = f"{other.rpartition('/')[2]}:{i + 1}"
+                guard, test = _enclosing_test(lines, i)
+                if guard:
+                    backends.add(guard)
+                    reasons.append(f"{where} under `if {test}`" if not test.startswith("else")
+                                   else f"{where} in the {test}")
+                elif own := self.own_backend(other):
+                    backends.add(own)
+                    reasons.append(f"{where}, a {own} file")
+                elif other != rel and (up := self._backend(other, 2, frozenset({rel}))[0]):
+                    backends.add(up)
+                    reasons.append(f"{where}, in a module imported only for {up}")
+                elif depth > 1 and (caller := _enclosing_def(lines, i)) and caller != fn and \
+                        (up := self.backend_of_calls(other, [caller], depth - 1)[0]):
+                    backends.add(up)
+                    reasons.append(f"{where}, in `{caller}`, itself called only for {up}")
+                else:
+                    return "", ""
+                if len(backends) > 1:
+                    return "", ""
+        if not mentioned or len(backends) != 1:
+            return "", ""
+        backend = backends.pop()
+        shown = "; ".join(sorted(set(reasons))[:3]) + (" ..." if len(set(reasons)) > 3 else "")
+        names = ", ".join(f"`{f}`" for f in dict.fromkeys(functions))
+        return backend, f"its launcher {names} is called for {backend} only: {shown}"
+
+    def _mentions(self, rel: str, fn: str) -> list[tuple[str, list[str], int]]:
+        """(file, its lines, line index) of each line naming ``fn`` as a word that is not its
+        `def`, an import, a comment or under `if __name__ == "__main__":`; tests left out."""
+        if fn not in self._asked:
+            self._asked.add(fn)
+            found = list(self._more(fn))
+            if len(found) > MAX_MENTIONS:
+                self._common.add(fn)
+            else:
+                for other, text in found:
+                    self.add(other, text)
+        if fn in self._common:
+            return [(rel, [], -1)]  # a name in too many files: one mention nothing can settle
+        out = []
+        # `fn`, or `module.fn` (not `torch.ops.<lib>.fn`, a compiled op that shares the name)
+        word = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*)" + re.escape(fn) + r"\b")
+        alias = re.compile(r"\b" + re.escape(fn) + r"\s+as\s+(\w+)")
+        for other, text in list(self._texts.items()):
+            if fn not in text or _TESTS.search(other):
+                continue
+            if any(m.group(1) != fn for m in alias.finditer(text)):
+                return [(rel, [], -1)]  # `import fn as f`: its calls go by another name
+            lines = self._lines.get(other)
+            if lines is None:
+                lines = self._lines[other] = text.splitlines()
+            prose = self._prose.get(other)
+            if prose is None:
+                prose = self._prose[other] = _not_code(lines)
+            for i, line in enumerate(lines):
+                body = line.strip()
+                if fn not in body or i in prose or body.startswith(("#", "def ", "async def ", "from ", "import ")):
+                    continue
+                code = _STRING.sub("''", body.split("#", 1)[0])
+                if not any(not m.group(1).startswith("torch.ops.") for m in word.finditer(code)) \
+                        or _in_main_block(lines, i):
+                    continue
+                out.append((other, lines, i))
+        return out
 
     def _users(self, rel: str) -> list[ImportSite]:
         """Importers of ``rel``, with a package ``__init__`` that re-exports it replaced by
@@ -398,6 +552,15 @@ def backend_by_importers(path: str | os.PathLike) -> tuple[str, str]:
     return folder_graph(root, rel.split("/")[0]).backend(rel)
 
 
+def settle_backends_on_disk(path: str | os.PathLike, kernels: list) -> None:
+    """``settle_backends`` for a kernel file on disk, over its top-level package (nothing
+    for a file outside a package)."""
+    found = package_of(path)
+    if found is not None:
+        root, rel = found
+        settle_backends(folder_graph(root, rel.split("/")[0]), rel, kernels)
+
+
 def apply_backend(kernels: list, backend: str, why: str) -> None:
     """Give ``backend`` (from the importers) to the Triton kernels whose own file named
     none; a hint the file itself gives (its path, docstring, an `if _is_hip:` around the
@@ -405,6 +568,21 @@ def apply_backend(kernels: list, backend: str, why: str) -> None:
     for k in kernels:
         if k.language == "triton" and (not k.backend_hint or k.backend_reason):
             k.backend_hint, k.backend_reason = backend, why if backend else ""
+
+
+def settle_backends(graph: ImportGraph, rel: str, kernels: list) -> None:
+    """The backends of a file's kernels from its package: the importers of the module
+    (``apply_backend``), then, for a kernel still unsettled, the mentions of the functions
+    of its file that launch it (``ImportGraph.backend_of_calls``)."""
+    apply_backend(kernels, *graph.backend(rel))
+    for k in kernels:
+        if k.language != "triton" or k.backend_hint:
+            continue
+        launchers = [ln.host_function for ln in k.launches if ln.kernel == k.name and ln.host_function]
+        if launchers:
+            backend, why = graph.backend_of_calls(rel, launchers)
+            if backend:
+                k.backend_hint, k.backend_reason = backend, why
 
 
 def needs_importers(kernels: list) -> bool:

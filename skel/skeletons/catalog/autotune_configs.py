@@ -35,6 +35,11 @@ their kernels this way (see References).
   `num_stages`); or JSON tables in a `configs/` folder beside the file. The table is
   already per-shape, per-GPU measurement (a plain `**kwargs` of a hand-set value or two
   does not count);
+- the kernel only moves or indexes data (a copy, a gather/scatter, a page-table or
+  metadata fill: no float dtype, literal, division, math call or `tl.dot`): it is memory-
+  or launch-bound, and the configs would time the same; so is a serving engine's per-step
+  bookkeeping (a module under `sample/`, `spec_decode/`, `worker/`, a `metadata*.py`),
+  where warm-up also lands on a request;
 - the kernel updates memory in place or uses atomics: every trial would re-apply the
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture
@@ -66,6 +71,7 @@ from skel.skeletons.predicates.autotune import AUTOTUNED, autotune_multi_config,
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_id_vars
+from skel.skeletons.predicates.workload import MOVES_DATA_ONLY, STEP_MODULE
 
 _LITERAL_INT = re.compile(r"\d+")
 
@@ -225,7 +231,8 @@ SKELETON = Skeleton(
     present=AUTOTUNED,
     # a kernel with tile parameters but no tile loop (one block per row) still has a tile
     # size and num_warps to tune: the loop is a literal detail, a near miss
-    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, soft(TILE_WORK), ~ACCUMULATES, ~LAUNCH_CONFIG_DICT],
+    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, soft(TILE_WORK), ~ACCUMULATES, ~LAUNCH_CONFIG_DICT,
+                   ~MOVES_DATA_ONLY, ~STEP_MODULE],
     env=Env(),
     helps=("compute", "memory", "occupancy"),
     # one config tunes nothing; tiles tried at one num_warps leave the warp count hand-picked;

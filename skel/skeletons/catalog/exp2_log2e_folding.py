@@ -16,7 +16,8 @@ memory-bound kernel hides the saved multiply under its loads.
 
 ## Applies when
 - the kernel calls `tl.exp` (or a natural-exp helper such as `exp` / `safe_exp`) and either
-  reduces with `tl.max` / `tl.sum` — softmax, log-sum-exp, online-softmax attention — or
+  subtracts a maximum in its argument (`tl.exp(x - m)` with `m` from `tl.max` or a running
+  `tl.maximum`) — softmax, log-sum-exp, online-softmax attention — or
   applies the exp to a whole 2-D tile (a broadcast `g[:, None] - g[None, :]`, a 2-D tile
   load, a `tl.dot` result) in a kernel that also runs `tl.dot` — gated decays in chunked
   linear attention, probabilities recomputed from a stored lse in attention backward;
@@ -25,7 +26,9 @@ memory-bound kernel hides the saved multiply under its loads.
 
 ## Does not apply when
 - the exp is elementwise with no reduction and no `tl.dot` (an activation such as SiLU, a
-  KL-divergence gradient over 2-D tiles): memory-bound, the saved multiply is invisible;
+  KL-divergence gradient over 2-D tiles): memory-bound, the saved multiply is invisible; so
+  is an exp of a gate or a decay on per-program scalars beside an unrelated `tl.sum` (a
+  recurrent state update), or a SiLU before a quantisation amax;
 - the kernel is memory-bound (long rows, one pass): the saved multiply is hidden by
   loads;
 - bit-exact agreement with a `torch.exp` reference is required: `exp2(x * log2e)` rounds
@@ -138,8 +141,28 @@ def _scaled_exp(k):
 #: `ex2` of `x * log2e` itself); the saving is folding log2(e) into a scale applied anyway.
 SCALED_EXP = custom("scaled-exp-argument", "a multiply on the exp argument's path (a softmax scale, a "
                     "temperature) to fold log2(e) into", _scaled_exp)
-REDUCTION = calls("tl.max", "tl.sum", "tl.reduce", "tl.logsumexp", name="reduction",
-                  describe="a `tl.max` / `tl.sum` reduction (softmax-like)")
+
+
+def _softmax_exp(k):
+    """Lines of natural exps whose argument subtracts a maximum (`tl.exp(x - m)` with `m` from
+    `tl.max` or a running `tl.maximum`): a softmax, a log-sum-exp, online-softmax attention.
+    An exp of a gate or a decay beside an unrelated `tl.sum` (a recurrent state update, a
+    SiLU before a quantisation amax) is not one: its exps are few, or elementwise."""
+    fl = flow_of(k)
+    if not fl.ok:
+        return None
+    lines = []
+    for c in fl.calls:
+        if _is_natural_exp(c.name) and args_of(c.node):
+            _, exprs = fl.closure(args_of(c.node)[0])
+            if has_call(exprs, "tl.max") or has_call(exprs, "tl.maximum") or has_call(exprs, "tl.reduce"):
+                lines.append(c.line)
+    return lines
+
+
+#: a softmax-shaped exp: its argument subtracts a max (the reduction that makes it a softmax)
+REDUCTION = custom("softmax-exp", "a softmax-shaped exp (`tl.exp(x - m)`, `m` from `tl.max` / a running "
+                   "`tl.maximum`)", _softmax_exp)
 
 _LOG2E = r"(?:1\.4426\d*|(?i:log2_?e|rcp_ln2|inv_ln2|ln2_inv))"
 _TIMES_LOG2E = re.compile(r"\*\s*\(?\s*" + _LOG2E + r"\b|\b" + _LOG2E + r"\s*\*")

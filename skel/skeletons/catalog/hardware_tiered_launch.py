@@ -50,7 +50,10 @@ config with no autotuning warm-up and deterministic, reproducible choices. FLA
   `BLOCK_T=_BLOCK_T`, a chunk size shared with other kernels, a literal block that must
   cover the whole row);
 - the kernel is integer bookkeeping (sequence offsets, chunk indices, token ids: no
-  floating-point data): it is launch-bound, and no per-architecture config changes its time;
+  floating-point data) or only moves data (a copy, gather or scatter with no float math):
+  it is launch- or memory-bound, and no per-architecture config changes its time;
+- the kernel is a serving engine's per-step bookkeeping (a module under `sample/`,
+  `spec_decode/`, `speculative/`, `worker/`, or a `metadata*.py` / `allocator.py`);
 - the table is not maintained: stale thresholds silently pessimise new GPUs. Prefer
   thresholds on measured resources (SMEM bytes) over architecture names.
 With tiers already there, the skeleton is suggested as a refinement when a tiered launch
@@ -83,6 +86,7 @@ from skel.skeletons.predicates.autotune import AUTOTUNED
 from skel.skeletons.predicates.host import literal_argument
 from skel.skeletons.predicates.loops import depends_on_loop, stepped_in_loop
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
+from skel.skeletons.predicates.workload import MOVES_DATA_ONLY, STEP_MODULE
 
 #: hardware / architecture queries (SM counts are left out: they size persistent grids,
 #: a different technique; TF32/gather support flags choose features, not launch configs)
@@ -297,7 +301,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bhardware[\s_-]*tier\w*", r"\btiered launch\w*", r"\bper[\s-]arch(itecture)? (launch|config)\w*"),
     present=TIERED_LAUNCH,
-    preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT],
+    preconditions=[~AUTOTUNED, LITERAL_META_LAUNCH, ~LAUNCH_CONFIG_DICT, ~MOVES_DATA_ONLY, ~STEP_MODULE],
     refine=[TIERS_COVER_LAUNCH],
     env=Env(),
     helps=("occupancy", "memory", "compute"),

@@ -30,6 +30,10 @@ kernel's own runtime is comparable to that gap. Large kernels see no benefit.
 - the grid has a third axis (tiles of a long sequence on top of batch and head), a loop
   over a runtime length or a `tl.dot`: the kernel is big enough to hide the launch gap;
 - the kernel is large or long-running: the overlapped gap is negligible;
+- the kernel is a serving engine's per-step bookkeeping (a module under `sample/`,
+  `spec_decode/`, `speculative/`, `worker/`, `constrained/`, or a `metadata*.py` /
+  `allocator.py`): it runs once per step between host work, not in a chain of per-layer
+  kernels, so PDL hides one launch gap per step;
 - any read of a predecessor's output happens before `gdc_wait()` — that is a race; put
   `gdc_wait()` before the first such load (the intrinsics are safe no-ops without PDL);
 - the backend is ROCm, the GPU is pre-Hopper, or the kernel runs under an API that
@@ -51,6 +55,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom, def_line, launched_with, soft
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_axes
+from skel.skeletons.predicates.workload import STEP_MODULE
 
 _GDC = ("gdc_wait", "gdc_launch_dependents")
 _BACKWARD = re.compile(r"(?i).*(bwd|backward|grad).*")
@@ -139,7 +144,8 @@ SKELETON = Skeleton(
     ruled_out_by=(r"\bPDL\b", r"programmatic dependent launch", r"launch_pdl", r"gdc_(wait|launch)"),
     present=PDL_USED,
     # a runtime-length loop makes the kernel longer, not unfit: a near miss
-    preconditions=[KERNEL_ENTRY, SMALL_GRID, soft(~RUNTIME_LOOP), ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE],
+    preconditions=[KERNEL_ENTRY, SMALL_GRID, soft(~RUNTIME_LOOP), ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE,
+                   ~STEP_MODULE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
     helps=("latency",),
     refine=[WAITS, LAUNCHED_PDL],

@@ -31,6 +31,10 @@ hides the per-program overhead.
 - rows are wide (thousands of columns or a column loop): the kernel is memory-bound and
   persistence buys little;
 - there are few rows (fewer than a few waves of programs): launch overhead is small;
+  a serving engine's per-step bookkeeping (a module under `sample/`, `spec_decode/`,
+  `worker/`...) has one row per request, a wave or two;
+- the kernel only moves or indexes data (no float math): it is memory-bound, and the
+  row-invariant work a persistent program would keep is nil;
 - the kernel already loops over rows with a `tl.num_programs`/`NUM_SMS` stride or a
   `rows_per_program` slice;
 - tiled GEMMs: a persistent matmul (TT 09-persistent-matmul) is a different, larger
@@ -59,6 +63,7 @@ from skel.skeletons.conditions import custom, soft
 from skel.skeletons.predicates.dots import NO_DOT
 from skel.skeletons.predicates.programs import grid_stride_loops
 from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION
+from skel.skeletons.predicates.workload import MOVES_DATA_ONLY, STEP_MODULE
 
 PERSISTENT_LOOP = custom(
     "grid-stride-row-loop",
@@ -94,7 +99,8 @@ SKELETON = Skeleton(
     ruled_out_by=(r"\bpersistent\b",),
     present=PERSISTENT_LOOP,
     # an elementwise row (no reduction) has the same per-program overhead: a near miss
-    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
+    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT,
+                   ~MOVES_DATA_ONLY, ~STEP_MODULE],
     env=Env(),
     helps=("latency", "occupancy"),
     refine=[GRID_FROM_SM_COUNT],

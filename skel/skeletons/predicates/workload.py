@@ -1,0 +1,92 @@
+"""What kind of work a kernel does, read from its own text and its module's place in the
+package: facts the tuning techniques need before they are worth anything.
+
+Two kinds of kernel are judged over and over as poor targets for launch and tiling
+techniques (hand-checked verdicts in ``benchmarks/retrieval/precision.json``):
+
+- kernels that only **move or index data** — copies, gathers, scatters, page-table and
+  metadata fills — with no floating-point math. They are memory- or launch-bound; no tile
+  size, warp count, per-GPU tier or persistent grid changes what they cost.
+- kernels of a serving engine's **per-step bookkeeping**: the sampler, speculative
+  decoding, the scheduler, the KV allocator, grammar masks, input preparation, attention
+  metadata. They run once per engine step, between host work, not once per layer in a
+  chain of small GPU kernels, so an overlapped launch gap is one gap per step.
+
+Both are conservative guesses from text: a kernel named anywhere else, or one with any
+floating-point sign, is not described by them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from skel.skeletons.conditions import custom
+
+# --- kernels that only move or index data ----------------------------------------------
+
+#: a floating-point dtype, named anywhere in the kernel or the helpers it folds in
+_FLOAT_TYPE = re.compile(r"(?i)float|fp8|fp16|bf16|fp32|e4m3|e5m2")
+#: math that only floating-point work does (a `tl.dot`, a transcendental, a division)
+_FLOAT_CALL = re.compile(
+    r"tl\.(exp2?|log2?|sqrt|sqrt_rn|rsqrt|sigmoid|dot|dot_scaled|softmax|fma|erf|tanh|cos|sin|div_rn|fdiv)$"
+    r"|^tl\.math\.|libdevice|^tl\.extra\.")
+_FLOAT_LITERAL = re.compile(r"\d*\.\d*|\d+[eE]-?\d+")
+#: a true division (`/`, not `//`) outside comments and strings
+_TRUE_DIVISION = re.compile(r"(?<![/*])/(?![/=])")
+#: parameters that carry float operands into the math (`x * scale`, `+ eps`, `* weight`)
+_FLOAT_OPERAND = re.compile(r"(?i)(scale|eps|alpha|beta|weight|bias|temperature|logit|prob|gamma|norm)")
+_COMMENT_OR_STRING = re.compile(r"#[^\n]*|\"\"\".*?\"\"\"|'''.*?'''|\"[^\"\n]*\"|'[^'\n]*'", re.S)
+
+
+def _code(k) -> str:
+    return _COMMENT_OR_STRING.sub(" ", k.source)
+
+
+def moves_data_only(k) -> bool:
+    """No floating-point sign anywhere in the kernel (and the helpers folded into it): no
+    float dtype, float literal, true division, math call or `tl.dot`, and no parameter that
+    names a float operand (scale, eps, weight...). What is left loads, stores, compares and
+    does integer arithmetic: a copy, a gather/scatter, an index or metadata fill."""
+    code = _code(k)
+    if _FLOAT_TYPE.search(code) or _TRUE_DIVISION.search(code):
+        return False
+    if any(_FLOAT_CALL.search(c.name) for c in k.calls):
+        return False
+    if any(_FLOAT_LITERAL.fullmatch(c) for c in k.constants):
+        return False
+    return not any(_FLOAT_OPERAND.search(p.name) for p in k.params)
+
+
+#: ``moves_data_only`` as a condition: a launch or tiling technique's precondition negates it
+MOVES_DATA_ONLY = custom(
+    "moves-data-only", "a kernel that only moves or indexes data (no float dtype, literal, division, "
+    "math call or `tl.dot`): memory- or launch-bound", lambda k: True if moves_data_only(k) else None)
+
+
+# --- per-step bookkeeping modules of a serving engine ----------------------------------
+
+#: folders whose kernels run once per engine step (vLLM's `v1/worker/`, `sample/`,
+#: `spec_decode/`; sglang's `speculative/`, `constrained/`, `disaggregation/`)
+_STEP_FOLDERS = frozenset({
+    "worker", "sample", "sampler", "sampling", "spec_decode", "speculative", "constrained",
+    "structured_output", "structured_outputs", "scheduler", "disaggregation", "kv_transfer"})
+#: file stems of the same kind anywhere (`metadata.py`, `metadata_kernel.py`, `allocator.py`)
+_STEP_FILE = re.compile(r"metadata\w*|\w*_metadata|allocator|input_batch|structured_outputs?|sampler|sampling"
+                        r"|penalties|\w*logprobs?")
+
+
+def step_module(k) -> str:
+    """The part of the kernel's path that places it in per-step bookkeeping, or ""."""
+    parts = k.path.replace("\\", "/").split("/")
+    for folder in parts[:-1]:
+        if folder in _STEP_FOLDERS:
+            return folder + "/"
+    stem = parts[-1].removesuffix(".py")
+    return parts[-1] if _STEP_FILE.fullmatch(stem) else ""
+
+
+#: ``step_module`` as a condition: a per-layer latency technique's precondition negates it
+STEP_MODULE = custom(
+    "per-step-module", "a module of a serving engine's per-step bookkeeping (sampler, speculative "
+    "decoding, scheduler, allocator, metadata): launched once per step, not per layer",
+    lambda k: True if step_module(k) else None)
