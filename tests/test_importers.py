@@ -282,22 +282,23 @@ def test_a_module_imported_everywhere_but_launched_only_for_rocm_is_rocm():
     assert kernel_facts(files).backend_hint == ""
 
 
-def test_a_launcher_called_by_a_dispatcher_is_followed_one_function_up():
-    dispatcher = LAUNCHED + '''
-
-def norm_dispatch(x, r, w, eps):
-    return fused_add_rmsnorm(x, r, w, eps)
-'''
-    caller = CALLED_FOR_HIP.replace("fused_add_rmsnorm(x, r, self.w", "norm_dispatch(x, r, self.w").replace(
-        "from pkg.ops.norm import fused_add_rmsnorm", "from pkg.ops.norm import norm_dispatch")
-    k = kernel_facts({"pkg/ops/norm.py": dispatcher, "pkg/layers/norm.py": caller})
-    assert k.backend_hint == "rocm"
-    assert "norm.py:" in k.backend_reason and "in `norm_dispatch`, itself called only for rocm" in k.backend_reason
+def test_a_launcher_called_from_a_platform_named_function_or_file_is_that_platforms():
+    # a function whose name says it (`forward_prepare_hip`) counts as much as an `if _is_hip:`
+    caller = CALLED_FOR_HIP.replace("    def forward(self, x, r):\n        if _is_hip:\n            return",
+                                    "    def forward_prepare_hip(self, x, r):\n        return")
+    k = kernel_facts({"pkg/ops/norm.py": LAUNCHED, "pkg/layers/norm.py": caller})
+    assert k.backend_hint == "rocm" and "in `forward_prepare_hip`" in k.backend_reason
     # a ROCm file calling the launcher counts as a ROCm call site
     files = {"pkg/ops/norm.py": LAUNCHED,
              "pkg/layers/compress_hip.py": "from pkg.ops.norm import fused_add_rmsnorm\n\n"
                                            "def run(x, r, w):\n    return fused_add_rmsnorm(x, r, w, 1e-6)\n"}
     assert kernel_facts(files).backend_hint == "rocm"
+    # a dispatcher's own callers are not followed (a scan of the package per name): a launcher
+    # called from an unguarded function of a plain file concludes nothing
+    dispatcher = LAUNCHED + "\n\ndef norm_dispatch(x, r, w, eps):\n    return fused_add_rmsnorm(x, r, w, eps)\n"
+    caller = CALLED_FOR_HIP.replace("fused_add_rmsnorm(x, r, self.w", "norm_dispatch(x, r, self.w").replace(
+        "from pkg.ops.norm import fused_add_rmsnorm", "from pkg.ops.norm import norm_dispatch")
+    assert kernel_facts({"pkg/ops/norm.py": dispatcher, "pkg/layers/norm.py": caller}).backend_hint == ""
 
 
 def test_suggest_reads_the_platform_from_the_launchers_callers(tmp_path):

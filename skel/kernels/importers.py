@@ -25,7 +25,7 @@ the module stands for the importers of the names it re-exports.
 A module imported at top level whose kernel is only *launched* for one backend is read
 through its launchers (:meth:`ImportGraph.backend_of_calls`): every mention of the function
 that launches the kernel, in the package, sits under a platform test (`if _is_hip:`), in a
-file written for that backend, or in a function whose own mentions do (two functions up).
+file written for that backend, or in a function whose name says it (`forward_prepare_hip`).
 
 Where the files come from is the caller's business (a folder for ``skel suggest``, the
 mined files for the miner, a git revision for the benchmark): they hand an
@@ -50,9 +50,6 @@ _PLATFORM_FLAG = (
 #: at most this many modules up the chain of importers (a ROCm file importing a module
 #: that imports the kernel's); further away the answer is a guess
 _DEPTH = 3
-#: at most this many functions up from a kernel's launcher (a dispatcher calling the
-#: launcher, the `if _is_hip:` that calls the dispatcher)
-_CALL_DEPTH = 2
 #: a module name in more files than this, even counting only the files that could import
 #: it (`.model`, `import model`, alone in a bracketed import list), is not followed by
 #: ``skel suggest``: reading them all costs more than the answer is worth, and without them
@@ -157,6 +154,15 @@ def _enclosing_test(lines: list[str], index: int) -> tuple[str, str]:
                     break
             j -= 1
     return "", ""
+
+
+#: a function whose name says its platform (`forward_prepare_hip`, `rocm_fused_norm`)
+_NAMED = (("rocm", re.compile(r"(?i)(?:^|_)(?:hip|rocm|amd|aiter)(?:_|$)")),
+          ("xpu", re.compile(r"(?i)(?:^|_)xpu(?:_|$)")), ("npu", re.compile(r"(?i)(?:^|_)npu(?:_|$)")))
+
+
+def _named_backend(function: str) -> str:
+    return next((b for b, rx in _NAMED if rx.search(function)), "")
 
 
 #: a one-line string literal: a name inside one (`__all__ = ["fn"]`) is not a use of it
@@ -289,6 +295,7 @@ class ImportGraph:
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
         self._prose: dict[str, set[int]] = {}  # file -> indices of docstring and import-list lines
+        self._raw: dict[str, str] = {}  # files read for a function's mentions (imports not indexed)
         self._by_last: dict[str, list[tuple[str, ImportSite]]] = {}
         self._own: dict[str, str] = {}  # file -> the backend its own path/docstring names
         self._common: set[str] = set()  # names in too many files to read them all
@@ -306,7 +313,7 @@ class ImportGraph:
         if rel not in self._own:
             from skel.kernels.triton import backend_hint
 
-            self._own[rel] = backend_hint(rel, self._texts.get(rel, ""))
+            self._own[rel] = backend_hint(rel, self._texts.get(rel, self._raw.get(rel, "")))
         return self._own[rel]
 
     def importers(self, rel: str, needles: tuple[str, ...] = ()) -> list[ImportSite]:
@@ -380,14 +387,17 @@ class ImportGraph:
         backend = backends.pop()
         return backend, f"every importer imports it for {backend} only: {shown}"
 
-    def backend_of_calls(self, rel: str, functions: Iterable[str], depth: int = _CALL_DEPTH) -> tuple[str, str]:
+    def backend_of_calls(self, rel: str, functions: Iterable[str]) -> tuple[str, str]:
         """(backend, why) when every mention of ``functions`` (the host functions of ``rel``
         that launch a kernel) outside their own `def` and import lines — a call, or a name
         handed to a dispatch table — is made for one backend only: under a platform test
-        (`if _is_hip:`), in a file written for that backend, in a module itself imported only
-        for it, or in a function whose own mentions are (``depth`` functions up). Tests and
-        `if __name__ == "__main__":` self-tests do not count; a function nobody mentions
-        concludes nothing. ("", "") otherwise."""
+        (`if _is_hip:`), in a file written for that backend, or in a function whose name says
+        it (`forward_prepare_hip`). Tests and `if __name__ == "__main__":` self-tests do not
+        count; a function nobody mentions concludes nothing. ("", "") otherwise.
+
+        One function deep on purpose: following a dispatcher's own callers costs a scan of the
+        package per name (a tenth of a second or more for a serving package's file of seven
+        kernels, `python benchmarks/mine_and_suggest.py`), more than `skel suggest` can spend."""
         backends, reasons = set(), []
         mentioned = False
         for fn in dict.fromkeys(functions):
@@ -397,6 +407,7 @@ class ImportGraph:
                 mentioned = True
                 where = f"{other.rpartition('/')[2]}:{i + 1}"
                 guard, test = _enclosing_test(lines, i)
+                caller = ""
                 if guard:
                     backends.add(guard)
                     reasons.append(f"{where} under `if {test}`" if not test.startswith("else")
@@ -404,13 +415,9 @@ class ImportGraph:
                 elif own := self.own_backend(other):
                     backends.add(own)
                     reasons.append(f"{where}, a {own} file")
-                elif other != rel and (up := self._backend(other, 2, frozenset({rel}))[0]):
-                    backends.add(up)
-                    reasons.append(f"{where}, in a module imported only for {up}")
-                elif depth > 1 and (caller := _enclosing_def(lines, i)) and caller != fn and \
-                        (up := self.backend_of_calls(other, [caller], depth - 1)[0]):
-                    backends.add(up)
-                    reasons.append(f"{where}, in `{caller}`, itself called only for {up}")
+                elif (caller := _enclosing_def(lines, i)) and (named := _named_backend(caller)):
+                    backends.add(named)
+                    reasons.append(f"{where}, in `{caller}`")
                 else:
                     return "", ""
                 if len(backends) > 1:
@@ -430,16 +437,16 @@ class ImportGraph:
             found = list(self._more(fn))
             if len(found) > MAX_MENTIONS:
                 self._common.add(fn)
-            else:
+            else:  # kept apart: indexing their import lines is only needed for importers
                 for other, text in found:
-                    self.add(other, text)
+                    self._raw.setdefault(other, text)
         if fn in self._common:
             return [(rel, [], -1)]  # a name in too many files: one mention nothing can settle
         out = []
         # `fn`, or `module.fn` (not `torch.ops.<lib>.fn`, a compiled op that shares the name)
         word = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*)" + re.escape(fn) + r"\b")
         alias = re.compile(r"\b" + re.escape(fn) + r"\s+as\s+(\w+)")
-        for other, text in list(self._texts.items()):
+        for other, text in {**self._raw, **self._texts}.items():
             if fn not in text or _TESTS.search(other):
                 continue
             if any(m.group(1) != fn for m in alias.finditer(text)):
@@ -552,13 +559,13 @@ def backend_by_importers(path: str | os.PathLike) -> tuple[str, str]:
     return folder_graph(root, rel.split("/")[0]).backend(rel)
 
 
-def settle_backends_on_disk(path: str | os.PathLike, kernels: list) -> None:
+def settle_backends_on_disk(path: str | os.PathLike, kernels: list, only: Iterable[str] | None = None) -> None:
     """``settle_backends`` for a kernel file on disk, over its top-level package (nothing
     for a file outside a package)."""
     found = package_of(path)
     if found is not None:
         root, rel = found
-        settle_backends(folder_graph(root, rel.split("/")[0]), rel, kernels)
+        settle_backends(folder_graph(root, rel.split("/")[0]), rel, kernels, only)
 
 
 def apply_backend(kernels: list, backend: str, why: str) -> None:
@@ -570,13 +577,15 @@ def apply_backend(kernels: list, backend: str, why: str) -> None:
             k.backend_hint, k.backend_reason = backend, why if backend else ""
 
 
-def settle_backends(graph: ImportGraph, rel: str, kernels: list) -> None:
+def settle_backends(graph: ImportGraph, rel: str, kernels: list, only: Iterable[str] | None = None) -> None:
     """The backends of a file's kernels from its package: the importers of the module
     (``apply_backend``), then, for a kernel still unsettled, the mentions of the functions
-    of its file that launch it (``ImportGraph.backend_of_calls``)."""
+    of its file that launch it (``ImportGraph.backend_of_calls``; a scan of the package per
+    launcher, so only for the kernels named in ``only`` when it is given)."""
     apply_backend(kernels, *graph.backend(rel))
+    wanted = None if only is None else set(only)
     for k in kernels:
-        if k.language != "triton" or k.backend_hint:
+        if k.language != "triton" or k.backend_hint or (wanted is not None and k.name not in wanted):
             continue
         launchers = [ln.host_function for ln in k.launches if ln.kernel == k.name and ln.host_function]
         if launchers:

@@ -232,8 +232,9 @@ def load_kernels(path: str | Path, kernel: str | None = None):
     if needs_importers(kernels) or any(k.backend_reason for k in kernels):
         # every module of its package that imports this file may do so under `if _is_hip:`,
         # or call the function launching a kernel only there: read again on each call, as
-        # other files may have changed (`python benchmarks/importers.py` measures the cost)
-        settle_backends_on_disk(p, kernels)
+        # other files may have changed (`python benchmarks/importers.py` measures the cost);
+        # the callers of launchers only for the kernel asked about, when one is
+        settle_backends_on_disk(p, kernels, [kernel] if kernel else None)
     if kernel:
         chosen = [k for k in kernels if k.name == kernel]
         if not chosen:
