@@ -161,7 +161,7 @@ def _softmax_exp(k):
 
 
 #: a softmax-shaped exp: its argument subtracts a max (the reduction that makes it a softmax)
-REDUCTION = custom("softmax-exp", "a softmax-shaped exp (`tl.exp(x - m)`, `m` from `tl.max` / a running "
+SOFTMAX_EXP = custom("softmax-exp", "a softmax-shaped exp (`tl.exp(x - m)`, `m` from `tl.max` / a running "
                    "`tl.maximum`)", _softmax_exp)
 
 _LOG2E = r"(?:1\.4426\d*|(?i:log2_?e|rcp_ln2|inv_ln2|ln2_inv))"
@@ -190,7 +190,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bexp2\b", r"\blog2_?e\b", r"log2\(e\)", r"\bRCP_LN2\b"),
     present=EXP2_USED,
-    preconditions=[NATURAL_EXP_CALL, (REDUCTION & SCALED_EXP) | EXP_ON_TILE],
+    preconditions=[NATURAL_EXP_CALL, (SOFTMAX_EXP & SCALED_EXP) | EXP_ON_TILE],
     env=Env(),
     helps=("compute",),
     refine=[LOG2E_FOLDED],
