@@ -14,6 +14,7 @@ import pytest
 
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
+from skel.skeletons.base import Target
 from skel.skeletons.predicates import (addresses, autotune, branches, dots, e8m0, host, loops, masks, names,
                                        pointers, programs, rows, scales, softmax_loops, splits, tiles,
                                        workload)
@@ -1009,6 +1010,24 @@ def test_authors_notes_rule_a_technique_out(tmp_path):
     assert sk.ruled_out(k) == (7, "Do not raise num_stages: it hangs on gfx90a.")
 
 
+def test_a_commented_out_decorator_rules_its_technique_out():
+    """#8: sglang's copies of fla kernels keep the upstream `@triton.autotune(...)` commented
+    out above a kernel launched with fixed settings: the authors took it out, so skel does
+    not suggest it back. Any other comment mentioning autotune without a negative word
+    rules nothing out."""
+    from skel.skeletons import registry
+
+    auto = registry.get("autotune-configs")
+    k = kernel(TABLE_LAUNCHED)
+    k.notes = [{"line": 5, "text": '@triton.autotune( configs=[ triton.Config({"BK": BK}, num_warps=w) '
+                                   'for w in [2, 4] ], key=["K"], )'}]
+    line, quote = auto.ruled_out(k)
+    assert line == 5 and quote.startswith("commented out by the authors: `# @triton.autotune(")
+    k.notes = [{"line": 5, "text": "the configs below are what @triton.autotune picked on H100"}]
+    assert auto.ruled_out(k) is None
+    assert registry.get("num-stages-pipelining").ruled_out_code == ()  # only where it is set
+
+
 def test_notes_come_from_the_kernel_its_helpers_its_launcher_and_its_module():
     k = kernel('''
         """Module docstring: TMA is slower for these shapes."""
@@ -1549,3 +1568,125 @@ def test_step_module_reads_the_serving_engines_per_step_folders_and_files(path, 
     assert workload.step_module(ks[0]) == part
     assert holds(workload.STEP_MODULE, ks[0]) is bool(part)
 
+
+
+@pytest.mark.parametrize("path, engine", [
+    ("sglang/srt/layers/attention/fla/kda.py", "sglang"),
+    ("vllm/model_executor/layers/activation.py", "vllm"),
+    ("lmdeploy/pytorch/kernels/cuda/pagedattention.py", "lmdeploy"),
+    ("site-packages/vllm/v1/attention/ops/common.py", "vllm"),
+    ("fla/ops/gla/chunk.py", ""),                          # a training library
+    ("my_kernels/vllm_like.py", ""),                       # a file merely named like one
+])
+def test_serving_engine_reads_the_engines_package_folder(path, engine):
+    ks = extract_file(HEADER + textwrap.dedent(COPY_IDS).lstrip(), path)
+    assert workload.serving_engine(ks[0]) == engine
+    assert holds(workload.SERVING_ENGINE, ks[0]) is bool(engine)
+
+
+@pytest.mark.parametrize("path, part", [
+    ("sglang/srt/batch_invariant_ops/batch_invariant_ops.py", "batch_invariant_ops"),
+    ("vllm/model_executor/determinism/batch_invariant.py", "determinism"),
+    ("mylib/deterministic_sum.py", "deterministic_sum"),
+    ("mylib/ops/sum.py", ""),
+    ("mylib/invariant_ops/sum.py", ""),
+])
+def test_deterministic_module_reads_batch_invariant_folders_and_files(path, part):
+    from skel.skeletons.registry import get
+
+    ks = extract_file(HEADER + textwrap.dedent(_INT64_KERNELS["tile_row"]).lstrip(), path)
+    assert workload.deterministic_module(ks[0]) == part
+    assert holds(workload.DETERMINISTIC_MODULE, ks[0]) is bool(part)
+    # a timing-picked block size would change the reduction order: no autotune suggested
+    assert (get("autotune-configs").assess(ks[0], Target()).kind is None) is bool(part)
+
+
+# --- int64-offsets in a serving engine: only products that can pass 2**31 ------------------
+
+_INT64_KERNELS = {
+    # row * stride over a [tokens, hidden] activation: a forward pass of thousands of tokens
+    # stays far below 2**31 (the hand-checked sglang/vLLM verdicts, precision.json)
+    "row": """
+        @triton.jit
+        def row_k(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+            tl.store(y_ptr + row * stride + cols, x * 2.0, mask=cols < n_cols)
+        """,
+    # a state per (sequence, chunk): the index times K * V, read through a local
+    "state": """
+        @triton.jit
+        def state_k(h, o, NT, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr):
+            i_nh, i_t = tl.program_id(0), tl.program_id(1)
+            o_h = (i_nh * NT + i_t) * K * V
+            b = tl.load(h + o_h + tl.arange(0, BK))
+            tl.store(o + o_h + tl.arange(0, BK), b * 2.0)
+        """,
+    # a block id loaded from the block table scales the cache's block stride
+    "cache": """
+        @triton.jit
+        def cache_k(k_cache, out, block_table, stride_kb, BK: tl.constexpr):
+            pid = tl.program_id(0)
+            blk = tl.load(block_table + pid)
+            x = tl.load(k_cache + blk * stride_kb + tl.arange(0, BK))
+            tl.store(out + pid * BK + tl.arange(0, BK), x * 2.0)
+        """,
+    # vocabulary-wide rows
+    "logits": """
+        @triton.jit
+        def logits_k(logits_ptr, stride, n_cols, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            x = tl.load(logits_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+            tl.store(logits_ptr + row * stride + cols, x * 2.0, mask=cols < n_cols)
+        """,
+    # a tile-size factor only makes the row index: still one row stride
+    "tile_row": """
+        @triton.jit
+        def tile_row_k(x_ptr, y_ptr, stride_m, M, BM: tl.constexpr, BN: tl.constexpr):
+            offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+            offs_n = tl.arange(0, BN)
+            p = offs_m[:, None] * stride_m + offs_n[None, :]
+            tl.store(y_ptr + p, tl.load(x_ptr + p, mask=offs_m[:, None] < M) * 2.0, mask=offs_m[:, None] < M)
+        """,
+}
+
+
+@pytest.mark.parametrize("name, in_serving", [
+    ("row", False), ("state", True), ("cache", True), ("logits", True), ("tile_row", False)])
+def test_int64_offsets_in_a_serving_engine_needs_a_product_that_can_pass_2_31(name, in_serving):
+    from skel.skeletons.registry import get
+
+    sk = get("int64-offsets")
+    src = HEADER + textwrap.dedent(_INT64_KERNELS[name]).lstrip()
+    served = extract_file(src, "sglang/srt/layers/ops.py")[0]
+    trained = extract_file(src, "mylib/ops.py")[0]
+    assert sk.assess(trained, Target()).kind == "match"  # outside an engine: any int32 pid x runtime product
+    assert (sk.assess(served, Target()).kind == "match") is in_serving
+
+
+_EMBEDDING_GATHER = """
+    @triton.jit
+    def embedding_gather(idx_ptr, table_ptr, out_ptr, n_tokens, stride_t, BM: tl.constexpr, BD: tl.constexpr):
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_d = tl.arange(0, BD)
+        rows = tl.load(idx_ptr + offs_m, mask=offs_m < n_tokens, other=0)
+        x = tl.load(table_ptr + rows[:, None] * stride_t + offs_d[None, :], mask=offs_m[:, None] < n_tokens)
+        tl.store(out_ptr + offs_m[:, None] * BD + offs_d[None, :], x, mask=offs_m[:, None] < n_tokens)
+    """
+
+
+@pytest.mark.parametrize("path, jit, fits", [
+    ("ops/embedding.py", "@triton.jit", False),       # a specialized stride: the compiler sees it
+    ("ops/embedding.py", '@triton.jit(do_not_specialize=["stride_t"])', True),
+    ("ops/embedding.py", '@triton.jit(do_not_specialize_on_alignment=["stride_t"])', True),
+    ("ops/backends/_ascend/ops/embedding.py", "@triton.jit", True),   # another vendor's compiler
+    ("ops/rocm/embedding.py", "@triton.jit", False),   # AMD's Triton shares the axis analysis
+])
+def test_contiguity_hints_fit_a_gather_only_where_the_row_alignment_is_hidden(path, jit, fits):
+    from skel.skeletons.catalog import contiguity_hints
+
+    src = HEADER + textwrap.dedent(_EMBEDDING_GATHER).lstrip().replace("@triton.jit", jit)
+    k = extract_file(src, path)[0]
+    assert holds(contiguity_hints.GATHERED_ADDRESS, k) is fits

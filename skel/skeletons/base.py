@@ -261,6 +261,10 @@ class Skeleton:
     # (`num-stages-pipelining` -> "num stages", "stages pipelining"); set it where those
     # words are ambiguous or not how people write about the technique.
     ruled_out_by: tuple[str, ...] = ()
+    # Regexes matching the technique's own code, commented out in the authors' notes (`#
+    # @triton.autotune(...)` left above a kernel launched with fixed settings): the authors
+    # tried it and took it out, which rules it out as firmly as a sentence would.
+    ruled_out_code: tuple[str, ...] = ()
     # the languages of the units it is judged on (``KernelFacts.language``): "triton",
     # "cuda". A unit of another language is never assessed: its conditions are written
     # against facts that language's extractor fills.
@@ -352,6 +356,11 @@ class Skeleton:
         """(line, the authors' sentence) when the kernel's notes rule the technique out."""
         if not k.notes:
             return None
+        for note in k.notes:
+            for rx in self.ruled_out_code:
+                m = re.search(rx, note["text"])
+                if m:
+                    return note["line"], f"commented out by the authors: `# {note['text'][m.start():][:60]}`"
         words = self.keywords()
         for note in k.notes:
             for sentence in _SENTENCE.split(note["text"]):

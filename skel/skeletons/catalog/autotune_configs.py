@@ -40,6 +40,12 @@ their kernels this way (see References).
   or launch-bound, and the configs would time the same; so is a serving engine's per-step
   bookkeeping (a module under `sample/`, `spec_decode/`, `worker/`, a `metadata*.py`),
   where warm-up also lands on a request;
+- the authors left an `@triton.autotune(...)` commented out above the kernel and launch
+  it with fixed settings: they had it and took it out (warm-up on a serving path, CUDA-graph
+  capture), so suggesting it back repeats what they ruled out;
+- the module is batch-invariant or deterministic (sglang's `batch_invariant_ops/`, vLLM's
+  `determinism/`): its block size fixes the reduction order on purpose, and a config
+  picked by timing could change it from run to run, and the bits with it;
 - the kernel updates memory in place or uses atomics: every trial would re-apply the
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture
@@ -71,7 +77,7 @@ from skel.skeletons.predicates.autotune import AUTOTUNED, autotune_multi_config,
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_id_vars
-from skel.skeletons.predicates.workload import MOVES_DATA_ONLY, STEP_MODULE
+from skel.skeletons.predicates.workload import DETERMINISTIC_MODULE, MOVES_DATA_ONLY, STEP_MODULE
 
 _LITERAL_INT = re.compile(r"\d+")
 
@@ -232,7 +238,8 @@ SKELETON = Skeleton(
     # a kernel with tile parameters but no tile loop (one block per row) still has a tile
     # size and num_warps to tune: the loop is a literal detail, a near miss
     preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, soft(TILE_WORK), ~ACCUMULATES, ~LAUNCH_CONFIG_DICT,
-                   ~MOVES_DATA_ONLY, ~STEP_MODULE],
+                   ~MOVES_DATA_ONLY, ~STEP_MODULE, ~DETERMINISTIC_MODULE],
+    ruled_out_code=(r"^@triton\.autotune\(",),
     env=Env(),
     helps=("compute", "memory", "occupancy"),
     # one config tunes nothing; tiles tried at one num_warps leave the warp count hand-picked;

@@ -22,7 +22,11 @@ consecutive elements: `arange + s`, possibly times a runtime stride that Triton 
 specialize to 1), and that run is hidden from the compiler by one of:
 - rows gathered through a vector of indices loaded from memory (`sorted_token_ids`, slot
   maps, embedding indices) and read along a unit-stride inner vector
-  (`rows[:, None] * stride + cols[None, :]`) — hint the inner dimension and the
+  (`rows[:, None] * stride + cols[None, :]`), when the row starts' alignment is hidden
+  too: the stride is kept out of specialization (`do_not_specialize`,
+  `do_not_specialize_on_alignment`), the base pointer is read from memory (a table of
+  per-layer or peer buffers), or the kernel is written for another vendor's Triton
+  (Ascend, MLU, XPU), whose compiler was not checked — hint the inner dimension and the
   row-start alignment;
 - `tl.arange`-derived offsets wrapped or split with `%` / `//` by a scalar known only at
   run time (the `offs % M` trick of the Triton matmul tutorial, flattened `idx // inner`
@@ -33,7 +37,14 @@ specialize to 1), and that run is hidden from the compiler by one of:
 ## Does not apply when
 - offsets are `pid * BLOCK + tl.arange(...)` or `row * stride` with ordinary integer
   arguments: Triton already specializes arguments divisible by 16, so the information is
-  there and a hint adds nothing;
+  there and a hint adds nothing. The same holds for rows gathered through loaded indices
+  (`rows[:, None] * stride + cols[None, :]`) with a specialized or constexpr stride: a
+  loaded index times a 16-divisible stride is 16-divisible, and the inner `tl.arange` run
+  is plain. On an H200 (Triton 3.6) such a gather compiled to the same 16-byte loads with
+  and without hints, at the same time (0.272 ms); with the stride in `do_not_specialize`
+  it fell to scalar loads and 0.87x, and a base pointer read from memory to 0.94x, both
+  restored by the hints (`python benchmarks/gather_hints.py`,
+  `benchmarks/results/gather-hints-2026-12-03.md`);
 - the divisor of the wrap is a constexpr, a literal, or a local computed only from them
   (`half = ROTARY // 2; d % half`): Triton folds it and its axis analysis knows the runs;
 - there is no unit-stride run to restore, so a hint would be false: interleaved
@@ -61,6 +72,7 @@ specialize to 1), and that run is hidden from the compiler by one of:
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from skel.kernels.flow import (args_of, binary, branches, broadcast_axes, call_name, calls_in, constant, flow_of,
@@ -427,11 +439,40 @@ HINTS_USED = calls("tl.multiple_of", "tl.max_contiguous", "tl.max_constancy", "t
                    name="contiguity-hint",
                    describe="`tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy` / `tl.assume`")
 
+#: a pointer read from memory (a table of per-layer or peer buffers): its alignment is unknown
+_LOADED_POINTER = re.compile(r"pointer_type|cast\(\s*tl\.load\(.*\)\s*,\s*[\w.]+\.dtype\s*\)")
+
+
+def _alignment_unknown(k, fl, exprs) -> bool:
+    """Why the compiler cannot see a gathered row start's alignment, if it cannot. Row
+    starts `rows * stride` keep the alignment Triton specializes integer arguments on
+    (divisible by 16, equal to 1): a loaded row index times a 16-divisible stride is
+    16-divisible, and the inner `tl.arange` run is known. It is lost when an argument of the
+    address is excluded from that specialization (`do_not_specialize`, or
+    `do_not_specialize_on_alignment`) or when the base pointer itself is read from memory:
+    the H200 run of `benchmarks/gather_hints.py` shows all three, in PTX and in time."""
+    if k.backend_hint not in ("", "rocm"):
+        # checked on NVIDIA's compiler only (and AMD's shares its axis analysis): another
+        # vendor's Triton (Ascend, MLU, XPU) may not carry the divisibility through a gather
+        return True
+    jit = k.decorator("triton.jit")
+    unspecialized = set()
+    if jit is not None:
+        for kw in ("do_not_specialize", "do_not_specialize_on_alignment"):
+            unspecialized |= set(re.findall(r"[A-Za-z_]\w*", jit.kwargs.get(kw, "")))
+    names = set().union(*(names_in(e) for e in exprs)) if exprs else set()
+    if names & unspecialized:
+        return True
+    return any(_LOADED_POINTER.search(fl.text(e)) for e in exprs)
+
+
 GATHERED_ADDRESS = custom(
     "address-from-loaded-indices",
     "a load/store/atomic address of rows gathered through an index vector loaded from memory, read along a "
-    "unit-stride inner vector",
-    lambda k: _addresses(k, _gathered_rows))
+    "unit-stride inner vector, whose alignment the compiler cannot see (a `do_not_specialize` stride, a "
+    "pointer read from memory, another vendor's Triton)",
+    lambda k: _addresses(k, lambda fl, addr, exprs, env, cx: _gathered_rows(fl, addr, exprs, env, cx)
+                         and _alignment_unknown(k, fl, exprs)))
 WRAPPED_OFFSETS = custom(
     "address-from-runtime-mod-div",
     "a load/store address from `tl.arange` offsets wrapped with `% n` or split with `// n` (n known only at "

@@ -28,9 +28,21 @@ program) and keep the per-iteration tile offsets in int32.
 - nothing in the kernel is promoted to int64 yet (`.to(tl.int64)`, `.cast(tl.int64)`,
   `tl.cast(x, tl.int64)`, or an address reading a parameter declared `stride: tl.int64`);
 - the tensors can exceed 2**31 elements in use (logits over a large vocabulary, long
-  sequences times heads times head dim, large activations).
+  sequences times heads times head dim, large activations). In a serving engine's module
+  (sglang, vLLM, lmdeploy, ...) one forward pass holds a bounded number of tokens, so the
+  product must be one that passes 2**31 even then: a cache slot, page or block id loaded
+  from a table (or any loaded index into a cache or pool) times a stride, a program id
+  times two or more sizes (`i_nh * NT * K * V`: a state or slab per index), or
+  vocabulary-wide rows (`logits + row * stride`).
 
 ## Does not apply when
+- a serving engine's `row * stride_row` over a `[tokens, hidden]` activation: with chunked
+  prefill a forward pass holds thousands to tens of thousands of tokens, and such a
+  product wraps only past hundreds of thousands (hidden 4-16K). On hand-checked sglang and
+  vLLM kernels this skeleton was judged wrong 80 times in 95, mostly for that reason
+  (`benchmarks/retrieval/precision.py report --by skeleton --samples ,fresh2,...,fresh13`).
+  A training library (flash-linear-attention, Liger) sees batch times sequence, and does
+  reach it;
 - the multiplier is a `tl.constexpr` and the program id a small block index (`pid * BLOCK`
   over a tensor known to stay far below 2**31 elements): the product cannot grow;
 - the program only indexes small per-row tables (`tl.load(rstd + row)`): the index is
@@ -54,9 +66,12 @@ from __future__ import annotations
 
 import re
 
-from skel.kernels.flow import Flow, Node, binary, flow_of, has_call, names_in, operands, walk
+from skel.kernels.flow import (NOT_CONSTANT, Flow, Node, args_of, binary, call_name, calls_in, constant, flow_of, has_call,
+                               name_of, names_in, operands, walk)
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
+from skel.skeletons.predicates.names import TILE_NAME
+from skel.skeletons.predicates.workload import SERVING_ENGINE
 
 _CASTS = (".to", ".cast", "tl.cast")
 _INT64_TYPE = re.compile(r"\bu?int64\b")
@@ -98,9 +113,10 @@ def _runtime_factor(fl: Flow, expr: Node, runtime: set[str]) -> bool:
     return bool((names | names_in(expr)) & runtime)
 
 
-def _overflowing_products(k):
+def _overflowing_products(k, large: bool = False):
     """Lines of loads/stores whose address multiplies a program-id-derived index by a
-    runtime argument, in int32."""
+    runtime argument, in int32. ``large``: only products whose extent can pass 2**31 when
+    a forward pass holds a bounded number of tokens (``_large_extent``)."""
     fl = flow_of(k)
     if not fl.ok:
         return None
@@ -116,7 +132,8 @@ def _overflowing_products(k):
         addr = c.arg(0, "pointer")
         if addr is None:
             continue
-        for e in fl.closure(addr)[1]:
+        exprs = fl.closure(addr)[1]
+        for e in exprs:
             hit = False
             for n in walk(e):
                 if not binary(n, "*"):
@@ -127,9 +144,78 @@ def _overflowing_products(k):
                     hit = True
                     break
             if hit:
-                lines.append(c.line)
+                # the product that grows may sit elsewhere on the address's path than the
+                # runtime factor (`i_tg = i_b * NT + i_t`, then `(i_tg * H + i_h) * V * K`)
+                if not large or any(_large_extent(fl, x, addr, pid_loops) for x in exprs):
+                    lines.append(c.line)
                 break
     return lines
+
+
+#: a table of cache locations: a slot, page or block id loaded from it indexes the whole KV
+#: pool (every request's tokens of the layer), not one forward pass's activations
+_CACHE_TABLE = re.compile(r"(?i)block|page|slot|loc|cache|pool|kv_ind|req_to_token|token_to_kv")
+#: an address into a KV cache or a pool of per-request state
+_CACHE_ADDRESS = re.compile(r"(?i)cache|pool|kv_buf")
+#: rows as wide as the vocabulary (150-260K columns): a few thousand of them pass 2**31
+_VOCAB_WIDE = re.compile(r"(?i)logit|vocab")
+
+
+def _factors(fl: Flow, e: Node, depth: int = 0) -> list[Node]:
+    """The factors of a product chain (`a * b * c` -> a, b, c); a local defined once as a
+    product (`stride_h = H * K`) is read through."""
+    if binary(e, "*"):
+        a, b = operands(e)
+        return _factors(fl, a, depth) + _factors(fl, b, depth)
+    n = name_of(e)
+    defs = fl.defs.get(n, []) if n is not None and depth < 3 else []
+    if len(defs) == 1 and not defs[0].aug and binary(defs[0].value, "*"):
+        return _factors(fl, defs[0].value, depth + 1)
+    return [e]
+
+
+def _large_extent(fl: Flow, expr: Node, addr: Node, pid_loops: set[str]) -> bool:
+    """The int32 product in ``expr`` (a definition on the way to the address ``addr``) can
+    pass 2**31 even when a forward pass holds only thousands of tokens:
+
+    - an index loaded from a table of cache locations (a slot, page or block id), or any
+      loaded index into a cache or pool, scales a size: it addresses the whole KV pool,
+      every request's tokens;
+    - a program-id index times two or more sizes (`i_nh * NT * K * V`, `pid_c * chunk_size *
+      stride`, `head * num_seq * head_size`): a state or slab per index, not a row; tile
+      sizes (`pid * BLOCK_M`) do not count, they only make the row index;
+    - the address reads vocabulary-wide rows (`logits + row * stride`).
+
+    `row * stride_row` over a `[tokens, hidden]` activation is none of these: it needs
+    hundreds of thousands of tokens in one pass to wrap."""
+    names = fl.closure(addr)[0] | names_in(addr)
+    cache_address = any(_CACHE_ADDRESS.search(x) for x in names)
+    for n in walk(expr):
+        if not binary(n, "*"):
+            continue
+        parts = _factors(fl, n)
+        pid = [f for f in parts if _pid_dependent(fl, f, pid_loops)]
+        if not pid:
+            continue
+        pid_ids = {id(f) for f in pid}
+        sizes = [f for f in parts if id(f) not in pid_ids and constant(f) is NOT_CONSTANT
+                 and not TILE_NAME.fullmatch(name_of(f) or "")]
+        if len(sizes) >= 2:
+            return True
+        if sizes and any(_cache_index(fl, f, cache_address) for f in pid):
+            return True
+    return any(_VOCAB_WIDE.search(x) for x in names)
+
+
+def _cache_index(fl: Flow, index: Node, cache_address: bool) -> bool:
+    """``index`` reads a value loaded from memory: a table of cache locations (`block_table`,
+    `slot_mapping`), or any index table when the address itself is into a cache or pool."""
+    for e in fl.closure(index)[1]:
+        for c in calls_in(e):
+            if call_name(c) == "tl.load" and args_of(c) and (
+                    cache_address or _CACHE_TABLE.search(fl.text(args_of(c)[0]))):
+                return True
+    return False
 
 
 INT64_PROMOTED = custom("int64-cast", "an int64 promotion (`.to(tl.int64)` / `tl.cast(x, tl.int64)`)",
@@ -140,6 +226,12 @@ INT32_PID_TIMES_RUNTIME = custom(
     "an address multiplying a program-id-derived index by a runtime stride or size (an int32 product)",
     _overflowing_products)
 
+INT32_PRODUCT_LARGE_IN_SERVING = ~SERVING_ENGINE | custom(
+    "int32-product-past-2-31-in-serving",
+    "an int32 product that can pass 2**31 with a forward pass of thousands of tokens (a cache slot, "
+    "page or block id times a stride; a program id times two or more sizes; vocabulary-wide rows)",
+    lambda k: _overflowing_products(k, large=True))
+
 SKELETON = Skeleton(
     id="int64-offsets",
     title="int64 program ids and offsets (no int32 wrap past 2**31 elements)",
@@ -147,7 +239,7 @@ SKELETON = Skeleton(
     category=Category.MEMORY,
     doc=__doc__,
     present=INT64_PROMOTED,
-    preconditions=[INT32_PID_TIMES_RUNTIME],
+    preconditions=[INT32_PID_TIMES_RUNTIME, INT32_PRODUCT_LARGE_IN_SERVING],
     env=Env(),
     helps=(),
 )

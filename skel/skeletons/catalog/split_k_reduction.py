@@ -31,6 +31,9 @@ traffic.
 - the launch grid does not already cover the reduction axis.
 
 ## Does not apply when
+- the module is batch-invariant or deterministic (sglang's `batch_invariant_ops/`, vLLM's
+  `determinism/`): its kernels keep one reduction order whatever the batch, and a split
+  sized by the launch changes that order, and the bits;
 - there are already enough programs to fill the GPU (large M x N, many rows): splitting
   adds a merge pass and partial-buffer traffic for nothing;
 - the loop is a recurrence whose state depends on the previous step (a linear-attention
@@ -67,6 +70,7 @@ from skel.skeletons.predicates.programs import grid_stride_loops, program_id_var
 from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP
 from skel.skeletons.predicates.splits import SPLIT_NAMES
 from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
+from skel.skeletons.predicates.workload import DETERMINISTIC_MODULE
 
 _REDUCE = {"tl.dot", "tl.sum"}
 _HEADS = {"tl", "triton", "cdiv", "min", "max", "tl.cdiv"}
@@ -266,7 +270,8 @@ SKELETON = Skeleton(
     present=SPLIT_NAMES | ATOMIC_PARTIALS | GRID_STRIDE_PARTIALS | HOST_MERGED_PARTIALS,
     # a runtime-length bound is where splitting pays, not what makes it possible: the same
     # accumulating loop over a compile-time length is a near miss
-    preconditions=[soft(LONG_REDUCTION, relaxed=REDUCTION_LOOP), VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION],
+    preconditions=[soft(LONG_REDUCTION, relaxed=REDUCTION_LOOP), VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION,
+                   ~DETERMINISTIC_MODULE],
     env=Env(),
     helps=("occupancy", "latency"),
     refine=[DETERMINISTIC_MERGE],

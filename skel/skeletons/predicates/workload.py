@@ -12,7 +12,12 @@ techniques (hand-checked verdicts in ``benchmarks/retrieval/precision.json``):
   metadata. They run once per engine step, between host work, not once per layer in a
   chain of small GPU kernels, so an overlapped launch gap is one gap per step.
 
-Both are conservative guesses from text: a kernel named anywhere else, or one with any
+A third fact places the kernel in a **serving engine** at all (sglang, vLLM, lmdeploy...):
+there one forward pass holds a bounded number of tokens (chunked prefill caps it at a few
+thousand to tens of thousands), which bounds what an activation can hold; a training
+library's kernel sees whatever batch times sequence the user trains with.
+
+All are conservative guesses from text: a kernel named anywhere else, or one with any
 floating-point sign, is not described by them.
 """
 
@@ -90,3 +95,50 @@ STEP_MODULE = custom(
     "per-step-module", "a module of a serving engine's per-step bookkeeping (sampler, speculative "
     "decoding, scheduler, allocator, metadata): launched once per step, not per layer",
     lambda k: True if step_module(k) else None)
+
+
+# --- kernels of a serving engine ----------------------------------------------------------
+
+#: top-level packages of LLM serving engines: a forward pass there holds a bounded number
+#: of tokens (chunked prefill, `max_num_batched_tokens`), not a training batch
+_SERVING_PACKAGES = frozenset({"sglang", "vllm", "lmdeploy", "lightllm", "tensorrt_llm",
+                               "text_generation_server", "mlc_llm", "aphrodite"})
+
+
+def serving_engine(k) -> str:
+    """The serving engine whose package holds the kernel's file (a folder of its path), or ""."""
+    for folder in k.path.replace("\\", "/").split("/")[:-1]:
+        if folder in _SERVING_PACKAGES:
+            return folder
+    return ""
+
+
+#: ``serving_engine`` as a condition: a size-driven technique's precondition reads it
+SERVING_ENGINE = custom(
+    "serving-engine-module", "a module of an LLM serving engine (sglang, vLLM, lmdeploy...), where "
+    "one forward pass holds a bounded number of tokens", lambda k: True if serving_engine(k) else None)
+
+
+# --- deterministic (batch-invariant) modules -----------------------------------------------
+
+#: a folder or file stem that says the module's kernels must give the same bits every run
+#: (sglang's `batch_invariant_ops/`, vLLM's `model_executor/determinism/`)
+_DETERMINISTIC = re.compile(r"batch_invariant\w*|determinism|deterministic\w*")
+
+
+def deterministic_module(k) -> str:
+    """The part of the kernel's path that says its results must not vary from run to run
+    (batch-invariant or deterministic ops), or "". There the reduction order is fixed on
+    purpose: an autotuner picking a block size by timing, or a split of the reduction,
+    changes the bits."""
+    parts = k.path.replace("\\", "/").split("/")
+    for part in parts[:-1] + [parts[-1].removesuffix(".py")]:
+        if _DETERMINISTIC.fullmatch(part):
+            return part
+    return ""
+
+
+#: ``deterministic_module`` as a condition: techniques that change the reduction order negate it
+DETERMINISTIC_MODULE = custom(
+    "deterministic-module", "a module of batch-invariant or deterministic kernels (results fixed bit for bit: "
+    "the reduction order is chosen on purpose)", lambda k: True if deterministic_module(k) else None)
