@@ -941,6 +941,12 @@ TABLE_LAUNCHED = '''
     ("kw = {'num_warps': 8}\n    moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, "
      "BLOCK_SIZE_K=32, **kw)", False),  # hand-set values: what autotuning replaces
     ("moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)", False),
+    # tile sizes passed by name, read from a lookup in another module (sglang's LoRA kernels)
+    ("cfg = get_lora_expand_config(K=K, R=N)\n    bn = cfg['BLOCK_SIZE_N']\n    "
+     "moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=16, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=32)", True),
+    # a local that is no lookup: hand-set
+    ("bn = 64 if N > 4096 else 32\n    moe_gemm[grid](a, b, c, M, N, K, BLOCK_SIZE_M=16, BLOCK_SIZE_N=bn, "
+     "BLOCK_SIZE_K=32)", False),
 ])
 def test_launch_config_from_a_tuned_table(launcher, tuned):
     from skel.skeletons.conditions import LAUNCH_CONFIG_DICT
@@ -1599,6 +1605,22 @@ def test_deterministic_module_reads_batch_invariant_folders_and_files(path, part
     assert holds(workload.DETERMINISTIC_MODULE, ks[0]) is bool(part)
     # a timing-picked block size would change the reduction order: no autotune suggested
     assert (get("autotune-configs").assess(ks[0], Target()).kind is None) is bool(part)
+
+
+@pytest.mark.parametrize("path, part", [
+    ("sglang/jit_kernel/diffusion/triton/scale_shift.py", "diffusion/"),
+    ("sglang/multimodal_gen/runtime/layers/rotary.py", "multimodal_gen/"),
+    ("mylib/models/dits/attn.py", "dits/"),
+    ("sglang/srt/layers/elementwise.py", ""),
+    ("mylib/diffusion_utils.py", ""),                     # a file merely named like one
+])
+def test_diffusion_module_reads_the_pipelines_folders(path, part):
+    from skel.skeletons.registry import get
+
+    ks = extract_file(HEADER + textwrap.dedent(COPY_IDS).lstrip(), path)
+    assert workload.diffusion_module(ks[0]) == part
+    assert holds(workload.DIFFUSION_MODULE, ks[0]) is bool(part)
+    assert (get("launch-pdl").assess(ks[0], Target()).kind is None) is bool(part)
 
 
 # --- int64-offsets in a serving engine: only products that can pass 2**31 ------------------

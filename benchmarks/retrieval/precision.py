@@ -77,7 +77,7 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
 #: the named draws in the order they were made: each excludes the kernels of those before it,
 #: so any of them can be drawn again identically; a new name excludes all of these
 DRAWS = ("", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11",
-         "fresh12", "fresh13")
+         "fresh12", "fresh13", "fresh14")
 
 
 def _earlier(name: str) -> list[str]:
@@ -164,10 +164,19 @@ def report_by(by: str, names: list[str]) -> int:
     return 0
 
 
-def report(name: str = "") -> int:
+def report(name: str = "", second: str = "") -> int:
     pairs = json.loads(_paths(name)[0].read_text())
     verdicts = {(v["kernel"], v["skeleton"]): v for v in json.loads(VERDICTS.read_text())["verdicts"]} \
         if VERDICTS.is_file() else {}
+    if second:  # another judge's verdicts on the same draw: its precision, and how often the two agree
+        other = {(v["kernel"], v["skeleton"]): v["verdict"] for v in json.loads(Path(second).read_text())}
+        mine = [verdicts.get((p["kernel"], p["skeleton"]), {}).get("verdict") for p in pairs]
+        theirs = [other.get((p["kernel"], p["skeleton"])) for p in pairs]
+        c, i = theirs.count("correct"), theirs.count("incorrect")
+        same = sum(1 for a, b in zip(mine, theirs) if a is not None and a == b)
+        print(f"second judge ({second}): {len(pairs)} pairs, {c} correct, {i} incorrect, "
+              f"{theirs.count(None)} unjudged" + (f"; precision@5 {c / (c + i):.3f}" if c + i else ""))
+        print(f"  agreement with precision.json: {same} of {len(pairs)} pairs")
     got = [verdicts.get((p["kernel"], p["skeleton"]), {}).get("verdict") for p in pairs]
     correct, incorrect, unclear = got.count("correct"), got.count("incorrect"), got.count("unclear")
     unjudged = [(p["kernel"], p["skeleton"]) for p, v in zip(pairs, got) if v is None]
@@ -243,9 +252,11 @@ if __name__ == "__main__":
     ap.add_argument("--samples", default="", help="with --by or rescore: comma-separated sample names "
                                                   "('' = the first)")
     ap.add_argument("--json", default="", help="rescore: write today's pairs with their verdicts to this file")
+    ap.add_argument("--second", default="", help="report: another judge's verdicts on the same draw (a JSON "
+                                                 "list of kernel/skeleton/verdict): its precision and the agreement")
     args = ap.parse_args()
     if args.command == "report" and args.by:
         sys.exit(report_by(args.by, args.samples.split(",")))
     if args.command == "rescore":
         sys.exit(rescore(repos.DEFAULT_CACHE, args.samples.split(","), args.json))
-    sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample))
+    sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample, args.second))

@@ -297,7 +297,9 @@ def soft(cond: Condition, relaxed: Condition | None = None) -> Condition:
 #: the dict comes from an offline-tuned lookup (`get_config(M, E)`,
 #: `try_get_optimal_moe_config(...)`, a JSON file the module loads), from a dict literal
 #: that sets launch keys (`num_warps`, `num_stages`, `BLOCK_SIZE_*`), or is simply named as
-#: one (`**config`, `**cfg`); or JSON config tables in a `configs/` folder beside the file
+#: one (`**config`, `**cfg`); or tile sizes / `num_warps` / `num_stages` passed by name whose
+#: values the launcher read from such a lookup (`BLOCK_N = config["BLOCK_N"]` after `config =
+#: get_lora_expand_config(...)`, a helper in another module); or JSON config tables in a `configs/` folder beside the file
 #: for a kernel whose launch is not in sight or unpacks a dict. Serving code (vLLM, SGLang
 #: fused MoE) tunes these per GPU and shape offline, so autotuning, pipelining depth and
 #: hardware tiers are handled already — by the table, not by static code we can see.
@@ -330,11 +332,23 @@ def _table_star(name: str, source: str) -> bool:
     return bool(_CONFIG_DICT.search(name) or _TABLE_LOOKUP.search(source) or _table_entry(source))
 
 
+#: launch meta-parameters a tuned table would set: tile sizes and the compiler's knobs
+_META_KWARG = re.compile(r"(BLOCK|TILE)(_?[A-Z0-9]+)*|B[A-Z]{1,2}|num_warps|num_stages|GROUP_SIZE_M")
+
+
+def _looked_up(ln) -> bool:
+    """A tile size, `num_warps` or `num_stages` passed by name whose value the launching
+    function read from a tuned table: `BLOCK_N = config["BLOCK_N"]` after `config =
+    get_lora_expand_config(...)` (a lookup in another module, sglang's LoRA kernels)."""
+    return any(_META_KWARG.fullmatch(kw) and chain and _TABLE_LOOKUP.search(" ".join(chain))
+               for kw, chain in ln.kwarg_sources.items())
+
+
 def _config_dict_launches(k) -> list[int]:
     out = []
     for ln in k.launches:
         sources = ln.star_sources or [""] * len(ln.star_kwargs)
-        if any(_table_star(n, src) for n, src in zip(ln.star_kwargs, sources)):
+        if any(_table_star(n, src) for n, src in zip(ln.star_kwargs, sources)) or _looked_up(ln):
             out.append(ln.line)
     return out
 
@@ -342,7 +356,8 @@ def _config_dict_launches(k) -> list[int]:
 def _tuned_table(k) -> list[Hit] | None:
     lines = _config_dict_launches(k)
     if lines:
-        return [Hit("launch-config-dict", "launch config supplied by a tuned table (`**config`)", tuple(lines))]
+        return [Hit("launch-config-dict", "launch config supplied by a tuned table (`**config`, or tile sizes "
+                                          "read from a config lookup)", tuple(lines))]
     if k.config_tables and (not k.launches or any(ln.star_kwargs for ln in k.launches)):
         shown = ", ".join(k.config_tables[:2])
         return [Hit("launch-config-dict", f"tuned launch configs in JSON tables beside the file (configs/{shown})")]

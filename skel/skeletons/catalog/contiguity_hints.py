@@ -439,8 +439,42 @@ HINTS_USED = calls("tl.multiple_of", "tl.max_contiguous", "tl.max_constancy", "t
                    name="contiguity-hint",
                    describe="`tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy` / `tl.assume`")
 
-#: a pointer read from memory (a table of per-layer or peer buffers): its alignment is unknown
-_LOADED_POINTER = re.compile(r"pointer_type|cast\(\s*tl\.load\(.*\)\s*,\s*[\w.]+\.dtype\s*\)")
+#: the target type of a cast to a pointer: `tl.pointer_type(...)`, or a pointer argument's
+#: `.dtype` (`tl.cast(v, out_ptr.dtype)`)
+_POINTER_TYPE = re.compile(r"pointer_type|\w*ptr\w*\.dtype")
+
+
+def _loaded_pointer(fl, exprs) -> bool:
+    """A value read from memory cast to a pointer on the address's path (a table of
+    per-layer or peer buffers: `tl.cast(tl.load(ptrs + layer), out_ptr.dtype)`): its
+    alignment is unknown. A computed pointer re-typed (`(p + 576).to(tl.pointer_type(..))`)
+    is not one."""
+    for e in exprs:
+        for c in calls_in(e):
+            name, args = call_name(c), args_of(c)
+            if name.endswith(".to") and args and _POINTER_TYPE.search(fl.text(args[0])):
+                value = receiver(c)
+            elif name == "tl.cast" and len(args) > 1 and _POINTER_TYPE.search(fl.text(args[1])):
+                value = args[0]
+            else:
+                continue
+            if value is not None and _is_load(fl, value):
+                return True
+    return False
+
+
+def _is_load(fl, e, hops: int = 4) -> bool:
+    """``e`` is a value read from memory: a `tl.load(...)`, or a name bound to one (through
+    plain renames), not a value computed from one."""
+    for _ in range(hops):
+        if is_call(e, "tl.load"):
+            return True
+        n = name_of(e)
+        defs = fl.defs.get(n, []) if n is not None else []
+        if len(defs) != 1 or defs[0].aug:
+            return False
+        e = defs[0].value
+    return False
 
 
 def _alignment_unknown(k, fl, exprs) -> bool:
@@ -463,7 +497,7 @@ def _alignment_unknown(k, fl, exprs) -> bool:
     names = set().union(*(names_in(e) for e in exprs)) if exprs else set()
     if names & unspecialized:
         return True
-    return any(_LOADED_POINTER.search(fl.text(e)) for e in exprs)
+    return _loaded_pointer(fl, exprs)
 
 
 GATHERED_ADDRESS = custom(

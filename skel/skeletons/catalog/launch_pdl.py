@@ -34,6 +34,9 @@ kernel's own runtime is comparable to that gap. Large kernels see no benefit.
   `spec_decode/`, `speculative/`, `worker/`, `constrained/`, or a `metadata*.py` /
   `allocator.py`): it runs once per step between host work, not in a chain of per-layer
   kernels, so PDL hides one launch gap per step;
+- the kernel belongs to a diffusion model's pipeline (a `diffusion/`, `multimodal_gen/`,
+  `dits/` or `vaes/` folder): a denoising step is a few launches over thousands of image or
+  video tokens each, where a launch gap is noise;
 - any read of a predecessor's output happens before `gdc_wait()` — that is a race; put
   `gdc_wait()` before the first such load (the intrinsics are safe no-ops without PDL);
 - the backend is ROCm, the GPU is pre-Hopper, or the kernel runs under an API that
@@ -55,7 +58,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom, def_line, launched_with, soft
 from skel.skeletons.predicates.names import IDENT
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_axes
-from skel.skeletons.predicates.workload import STEP_MODULE
+from skel.skeletons.predicates.workload import DIFFUSION_MODULE, STEP_MODULE
 
 _GDC = ("gdc_wait", "gdc_launch_dependents")
 _BACKWARD = re.compile(r"(?i).*(bwd|backward|grad).*")
@@ -145,7 +148,7 @@ SKELETON = Skeleton(
     present=PDL_USED,
     # a runtime-length loop makes the kernel longer, not unfit: a near miss
     preconditions=[KERNEL_ENTRY, SMALL_GRID, soft(~RUNTIME_LOOP), ~DOT, ~BACKWARD_KERNEL, ~TRAINING_OP_FILE,
-                   ~STEP_MODULE],
+                   ~STEP_MODULE, ~DIFFUSION_MODULE],
     env=Env(backends=("cuda",), min_cc=90, triton=">=3.3"),
     helps=("latency",),
     refine=[WAITS, LAUNCHED_PDL],

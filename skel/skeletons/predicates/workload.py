@@ -142,3 +142,26 @@ def deterministic_module(k) -> str:
 DETERMINISTIC_MODULE = custom(
     "deterministic-module", "a module of batch-invariant or deterministic kernels (results fixed bit for bit: "
     "the reduction order is chosen on purpose)", lambda k: True if deterministic_module(k) else None)
+
+
+# --- diffusion-model pipelines --------------------------------------------------------------
+
+#: folders of a diffusion model's pipeline (sglang's `multimodal_gen/` and
+#: `jit_kernel/diffusion/`: image and video DiTs, VAEs)
+_DIFFUSION_FOLDERS = frozenset({"diffusion", "multimodal_gen", "dits", "vaes"})
+
+
+def diffusion_module(k) -> str:
+    """The folder that places the kernel in a diffusion model's pipeline, or "". A denoising
+    step is a few large launches over thousands of image or video tokens, not a chain of
+    tiny per-layer decode kernels waiting on their launches."""
+    for folder in k.path.replace("\\", "/").split("/")[:-1]:
+        if folder in _DIFFUSION_FOLDERS:
+            return folder + "/"
+    return ""
+
+
+#: ``diffusion_module`` as a condition: a launch-latency technique's precondition negates it
+DIFFUSION_MODULE = custom(
+    "diffusion-module", "a module of a diffusion model's pipeline (image/video DiT, VAE): launches over "
+    "thousands of tokens, not a chain of tiny decode kernels", lambda k: True if diffusion_module(k) else None)
