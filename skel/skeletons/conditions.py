@@ -300,8 +300,9 @@ def soft(cond: Condition, relaxed: Condition | None = None) -> Condition:
 #: one (`**config`, `**cfg`); or tile sizes / `num_warps` / `num_stages` passed by name whose
 #: values the launcher read from such a lookup (`BLOCK_N = config["BLOCK_N"]` after `config =
 #: get_lora_expand_config(...)`, a helper in another module); or JSON config tables in a
-#: `configs/` folder beside the file for a kernel whose launch is not in sight or unpacks a dict. Serving code (vLLM, SGLang
-#: fused MoE) tunes these per GPU and shape offline, so autotuning, pipelining depth and
+#: `configs/` folder beside the file for a kernel whose launch is not in sight or unpacks a
+#: dict. Serving code (vLLM, SGLang fused MoE) tunes these per GPU and shape offline, so
+#: autotuning, pipelining depth and
 #: hardware tiers are handled already — by the table, not by static code we can see.
 #: The skeletons that tune launches take `~LAUNCH_CONFIG_DICT` as a precondition: they are
 #: not suggested for such a kernel (rather than suggested with a caveat), because the
