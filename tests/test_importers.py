@@ -288,6 +288,14 @@ def test_a_launcher_called_from_a_platform_named_function_or_file_is_that_platfo
                                     "    def forward_prepare_hip(self, x, r):\n        return")
     k = kernel_facts({"pkg/ops/norm.py": LAUNCHED, "pkg/layers/norm.py": caller})
     assert k.backend_hint == "rocm" and "in `forward_prepare_hip`" in k.backend_reason
+    # its signature over several lines (`) -> None:` closing it, less indented than the body)
+    # still encloses the call (sglang's DSv4 `_forward_unified_hip`)
+    long_sig = caller.replace("    def forward_prepare_hip(self, x, r):\n",
+                              "    def forward_prepare_hip(\n        self,\n        x,\n        r,\n    ) -> None:\n"
+                              "        \"\"\"HIP path.\"\"\"\n")
+    assert long_sig != caller
+    k = kernel_facts({"pkg/ops/norm.py": LAUNCHED, "pkg/layers/norm.py": long_sig})
+    assert k.backend_hint == "rocm" and "in `forward_prepare_hip`" in k.backend_reason
     # a ROCm file calling the launcher counts as a ROCm call site
     files = {"pkg/ops/norm.py": LAUNCHED,
              "pkg/layers/compress_hip.py": "from pkg.ops.norm import fused_add_rmsnorm\n\n"

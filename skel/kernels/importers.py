@@ -169,8 +169,14 @@ def _named_backend(function: str) -> str:
 _STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 
 
+#: a statement that opens a block: only such a line, less indented, encloses the ones below
+_BLOCK_OPENER = re.compile(r"(?:if|elif|else|for|while|with|try|except|finally|class|def|async|match|case)\b")
+
+
 def _enclosing_def(lines: list[str], index: int) -> str:
-    """The name of the function whose body holds ``lines[index]`` ("" at module level)."""
+    """The name of the function whose body holds ``lines[index]`` ("" at module level). A
+    less indented line that opens no block is a continuation (the `) -> None:` closing a
+    signature written over several lines): it encloses nothing."""
     indent = len(lines[index]) - len(lines[index].lstrip())
     for j in range(index - 1, -1, -1):
         line = lines[j]
@@ -182,6 +188,8 @@ def _enclosing_def(lines: list[str], index: int) -> str:
             m = re.match(r"(?:async\s+)?def\s+(\w+)", body)
             if m:
                 return m.group(1)
+            if not _BLOCK_OPENER.match(body):
+                continue
             indent = level
             if level == 0:
                 return ""

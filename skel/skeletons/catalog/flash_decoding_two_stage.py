@@ -31,7 +31,9 @@ The gain is about min(S, SMs / programs) minus one small extra launch.
 
 ## Does not apply when
 - prefill, or large batch x heads: the unsplit grid already fills the GPU and the split
-  only adds the partial round trip and a second launch;
+  only adds the partial round trip and a second launch. A kernel named for prefill or
+  extend (`_sparse_attn_prefill_ragged_kernel`) is taken at its word, even when it keeps
+  one query row per program;
 - short contexts (a few KV blocks): each split gets one block or none; choose the split
   count from `multi_processor_count`, batch and heads, and cap it by the number of KV
   blocks (a kernel that splits with a fixed count, `SPLIT_K = 4` at its launch, is
@@ -129,6 +131,12 @@ DECODE_QUERY = custom(
     _decode_query) | custom("decode-kernel", "a kernel named for decoding (one query per program)",
                             lambda k: [k.line_start] if re.search(r"(?i)decod", k.name) else None, signature=True)
 
+#: a kernel its authors named for prefill or extend: many query rows per sequence, so the
+#: grid is already large — the "does not apply" case, whatever its inner loop looks like
+PREFILL_KERNEL = custom("prefill-kernel", "a kernel named for prefill or extend (`*prefill*`, `*extend*`)",
+                        lambda k: [k.line_start] if re.search(r"(?i)prefill|extend", k.name) else None,
+                        signature=True)
+
 #: launch keywords that carry the split count
 _SPLIT_COUNT = re.compile(r"(?i)split_?k|num_?(kv_?)?splits?|n_?splits?|kv_?splits?|max_?(num_?)?(kv_?)?splits?|"
                           r"num_segments\w*")
@@ -155,7 +163,7 @@ SKELETON = Skeleton(
     category=Category.DECOMPOSITION,
     doc=__doc__,
     present=((SPLIT_NAMES | WRITES_LSE) & DECODE_QUERY) | (SPLIT_NAMES & ONLINE_SOFTMAX_LOOP) | LSE_COMBINE,
-    preconditions=[ONLINE_SOFTMAX_LOOP, DECODE_QUERY],
+    preconditions=[ONLINE_SOFTMAX_LOOP, DECODE_QUERY, ~PREFILL_KERNEL],
     refine=[SPLITS_SIZED],
     env=Env(),
     helps=("occupancy", "latency"),

@@ -31,6 +31,8 @@ traffic.
 - the launch grid does not already cover the reduction axis.
 
 ## Does not apply when
+- the kernel only moves or indexes data (integer bookkeeping: running prefix sums of routing
+  counts, offsets): there is no floating-point reduction to split;
 - the module is batch-invariant or deterministic (sglang's `batch_invariant_ops/`, vLLM's
   `determinism/`): its kernels keep one reduction order whatever the batch, and a split
   sized by the launch changes that order, and the bits;
@@ -70,7 +72,7 @@ from skel.skeletons.predicates.programs import grid_stride_loops, program_id_var
 from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP
 from skel.skeletons.predicates.splits import SPLIT_NAMES
 from skel.skeletons.predicates.tiles import BROADCAST_2D, OUTER_PRODUCT
-from skel.skeletons.predicates.workload import DETERMINISTIC_MODULE
+from skel.skeletons.predicates.workload import DETERMINISTIC_MODULE, MOVES_DATA_ONLY
 
 _REDUCE = {"tl.dot", "tl.sum"}
 _HEADS = {"tl", "triton", "cdiv", "min", "max", "tl.cdiv"}
@@ -271,7 +273,7 @@ SKELETON = Skeleton(
     # a runtime-length bound is where splitting pays, not what makes it possible: the same
     # accumulating loop over a compile-time length is a near miss
     preconditions=[soft(LONG_REDUCTION, relaxed=REDUCTION_LOOP), VECTOR_OUTPUT, NOT_SOFTMAX_ATTENTION,
-                   ~DETERMINISTIC_MODULE],
+                   ~DETERMINISTIC_MODULE, ~MOVES_DATA_ONLY],
     env=Env(),
     helps=("occupancy", "latency"),
     refine=[DETERMINISTIC_MERGE],
