@@ -1,8 +1,8 @@
-"""What kind of work a kernel does, read from its own text and its module's place in the
-package: facts the tuning techniques need before they are worth anything.
+"""What kind of work a kernel does and where it runs, read from its own text and its
+module's place in the package: facts the tuning techniques need before they are worth anything.
 
-Two kinds of kernel are judged over and over as poor targets for launch and tiling
-techniques (hand-checked verdicts in ``benchmarks/retrieval/precision.json``):
+Kinds of kernel judged over and over as poor targets (hand-checked verdicts in
+``benchmarks/retrieval/precision.json``):
 
 - kernels that only **move or index data** — copies, gathers, scatters, page-table and
   metadata fills — with no floating-point math. They are memory- or launch-bound; no tile
@@ -11,11 +11,14 @@ techniques (hand-checked verdicts in ``benchmarks/retrieval/precision.json``):
   decoding, the scheduler, the KV allocator, grammar masks, input preparation, attention
   metadata. They run once per engine step, between host work, not once per layer in a
   chain of small GPU kernels, so an overlapped launch gap is one gap per step.
+- kernels of a **batch-invariant** (deterministic) module, whose reduction order is fixed on
+  purpose, and of a **diffusion pipeline**, whose launches each cover thousands of image or
+  video tokens.
 
-A third fact places the kernel in a **serving engine** at all (sglang, vLLM, lmdeploy...):
-there one forward pass holds a bounded number of tokens (chunked prefill caps it at a few
-thousand to tens of thousands), which bounds what an activation can hold; a training
-library's kernel sees whatever batch times sequence the user trains with.
+And one fact about sizes: a kernel in a **serving engine** at all (sglang, vLLM, lmdeploy...)
+sees a forward pass of a bounded number of tokens (chunked prefill caps it at a few thousand to
+tens of thousands), which bounds what an activation can hold; a training library's kernel sees
+whatever batch times sequence the user trains with.
 
 All are conservative guesses from text: a kernel named anywhere else, or one with any
 floating-point sign, is not described by them.
