@@ -179,20 +179,24 @@ def _installed_triton() -> str | None:
 
 def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = None, k: int = 5,
             bound: str | None = None, target: Target | None = None,
-            profile: str | Path | None = None) -> list[KernelResult]:
+            profile: str | Path | None = None, why_not: tuple[str, ...] = ()) -> list[KernelResult]:
     """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
     store at ``store`` (see ``open_store``; without one, the catalog alone). ``profile`` is
     an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
-    kernel sets that kernel's bound (``bound``, when given, wins); see skel/retriever/profile.py."""
+    kernel sets that kernel's bound (``bound``, when given, wins); see skel/retriever/profile.py.
+    ``why_not``: skeleton ids each result explains, listed or not (``KernelResult.why_not``)."""
     from skel.retriever.suggest import suggest as rank
+    from skel.skeletons.registry import get
 
+    for sid in why_not:  # an unknown id fails before any file is read
+        get(sid)
     prof = None
     if profile is not None:
         from skel.retriever.profile import read_profile
 
         prof = read_profile(profile)  # read before the store opens: a bad file fails fast
     kb = _ranking_store(store)
-    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof)
+    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof, why_not=tuple(why_not))
     if kb is not None and not isinstance(kb, _snapshot_kb()):
         _write_snapshot(kb)  # the next process answers without opening chroma
     introduced = _history_of(kb)

@@ -337,9 +337,12 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
               help="Prompt format: the block's budget, in estimated tokens (characters / 3).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
+@click.option("--why-not", "why_not", metavar="ID", multiple=True,
+              help="Explain skeleton ID for each kernel, listed or not: its verdict, then which of its conditions "
+              "hold (with lines) and which fail (repeatable; `skel skeletons list` has the ids).")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
-            as_json, no_template, store):
+            as_json, no_template, why_not, store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -358,10 +361,10 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     target = api.parse_target(backend, arch, triton_version)
     if kernel_file == "-":
         results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
-                                 profile=profile)
+                                 profile=profile, why_not=why_not)
     else:
         results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target,
-                              profile=profile)
+                              profile=profile, why_not=why_not)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))

@@ -215,3 +215,40 @@ def test_naming_a_device_helper_says_where_it_went(tmp_path):
               "    o = tl.program_id(0) * B + tl.arange(0, B)\n    tl.store(x_ptr + o, tanh(tl.load(x_ptr + o)))\n")
     with pytest.raises(SuggestError, match="'tanh' is a @triton.jit device helper, folded into .*: act"):
         load_kernels(k, "tanh")
+
+
+ROW_SCALE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_scale(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(y_ptr + row * stride + cols, x * 2.0, mask=cols < n_cols)
+'''
+
+
+def test_why_not_explains_a_skeleton_listed_or_not(tmp_path):
+    """`--why-not ID` gives each asked-for skeleton's verdict and its conditions on the
+    kernel: what holds (with lines) and what fails. The same kernel in a serving engine's
+    folder loses int64-offsets, and says which condition; an unknown id is an error."""
+    plain = write(tmp_path / "mylib" / "ops.py", ROW_SCALE)
+    served = write(tmp_path / "sglang" / "srt" / "ops.py", ROW_SCALE)
+    r = run_skel("suggest", str(plain), "--why-not", "int64-offsets", "--why-not", "dot-acc-argument", "--json")
+    assert r.returncode == 0, r.stderr
+    (kern,) = json.loads(r.stdout)["kernels"]
+    rank = [s["id"] for s in kern["suggestions"]].index("int64-offsets") + 1
+    listed, dot = kern["why_not"]
+    assert listed["id"] == "int64-offsets" and listed["verdict"] == f"suggested, rank {rank}"
+    assert any("int32 product" in h and "(line 9, 10)" in h for h in listed["holds"]) and not listed["fails"]
+    assert dot["verdict"] == "not suggested: 1 of its conditions fails" and "tl.dot" in dot["fails"][0]
+    r = run_skel("suggest", str(served), "--why-not", "int64-offsets", "--no-template")
+    assert "int64-offsets" not in [ln.split(". ", 1)[-1].split(" — ")[0] for ln in r.stdout.splitlines()
+                                   if ln.startswith("  1. ") or ln.startswith("  2. ")]
+    assert "why not int64-offsets: not suggested: 1 of its conditions fails" in r.stdout
+    assert "fails: no module of an LLM serving engine" in r.stdout and "holds: an address multiplying" in r.stdout
+    bad = run_skel("suggest", str(plain), "--why-not", "no-such-skeleton")
+    assert bad.returncode == 2 and "no skeleton 'no-such-skeleton'" in bad.stderr

@@ -47,6 +47,18 @@ def _dropped_lines(r: KernelResult) -> list[str]:
             for d in r.dropped]
 
 
+def _why_not_lines(r: KernelResult) -> list[str]:
+    """`--why-not ID`: each skeleton's verdict, then its conditions on this kernel."""
+    out = []
+    for e in r.why_not:
+        out.append(f"  why not {e['id']}: {e['verdict']}")
+        out.extend(f"    already uses it: {h}" for h in e["present"])
+        out.extend(f"    holds: {h}" for h in e["holds"])
+        out.extend(f"    fails: {f}" for f in e["fails"])
+        out.extend(f"    environment: {n}" for n in e["environment"])
+    return out
+
+
 def applies(r: KernelResult) -> bool:
     """Some skeleton fits on structure (a full match or a refinement): what exit code 0
     means. Near misses and related techniques are shown, labelled, but are not that."""
@@ -74,6 +86,7 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
                        + (f"; already uses: {', '.join(r.present)}" if r.present else ""))
             out.extend(f"  note: {note}" for note in r.notes)
             out.extend(_dropped_lines(r))
+            out.extend(_why_not_lines(r))
             if not r.suggestions:
                 out.append("")
                 continue
@@ -86,6 +99,7 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
             for note in r.notes:
                 out.append(f"  note: {note}")
             out.extend(_dropped_lines(r))
+            out.extend(_why_not_lines(r))
         for i, s in enumerate(r.suggestions, 1):
             out.append("")
             out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}; score {s.score:.2f}{_tag(s)}]")

@@ -159,6 +159,8 @@ class KernelResult:
     dropped: list[dict] = field(default_factory=list)
     # what --profile said about this kernel (skel.retriever.profile.Bottleneck.to_dict), if given
     profile: dict | None = None
+    # `--why-not ID`: for each skeleton asked about, why it is or is not in the list (`explain`)
+    why_not: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -272,8 +274,9 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             bound: str | None = None, target: Target | None = None,
             embedder: Embedder | None = None,
             exclude_runs: Callable[[Verification], bool] | None = None,
-            profile: Profile | None = None) -> list[KernelResult]:
-    """Suggestions for every kernel of ``path`` (or only ``kernel``). With a ``profile``
+            profile: Profile | None = None, why_not: tuple[str, ...] = ()) -> list[KernelResult]:
+    """Suggestions for every kernel of ``path`` (or only ``kernel``). ``why_not``: skeleton
+    ids whose verdict each result explains (``explain``). With a ``profile``
     (``skel.retriever.profile.read_profile``) each kernel's bound is what the profile says
     about it, unless ``bound`` is given, which wins; a kernel the profile does not hold, or
     one it cannot classify, is ranked on its code alone. Either way a note says so."""
@@ -293,6 +296,8 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
         if profile is not None:
             r.notes.insert(0, reading.note(bound) if reading else profile.missing_note(kf.name))
             r.profile = reading.to_dict() if reading else None
+        if why_not:
+            r.why_not = explain(kf, why_not, r, target)
         results.append(r)
     return results
 
@@ -350,15 +355,8 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     mined neighbours must satisfy (the retrieval benchmark uses it to hide the kernel's
     own file from the knowledge base); ``exclude_runs`` hides verification runs the same
     way (the verification suite hides the runs made on the kernel being ranked)."""
-    target = target or Target()
-    notes = []
-    if target.backend is None and kf.backend_hint:
-        # a kernel under backends/_ascend (or importing torch_npu) is not CUDA code: judge
-        # it on its own backend, where CUDA-only techniques drop out
-        target = Target(backend=kf.backend_hint, cc=target.cc, triton=target.triton)
-        reason = kf.backend_reason or "its path, imports, docstring or an `if _is_hip:` around it"
-        notes.append(f"the kernel looks written for the {kf.backend_hint} backend ({reason}); "
-                     "pass --backend to override")
+    target, note = _target_for(kf, target)
+    notes = [note] if note else []
     assessments = _assess(kf, target)
     present = [a.skeleton.id for a in assessments if a.present is not None]
     total = kb.count() if kb is not None else 0
@@ -485,6 +483,63 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)
     return result
+
+
+def _target_for(kf: KernelFacts, target: Target | None) -> tuple[Target, str]:
+    """The target a kernel is judged on, and a note when its own backend decided it: a kernel
+    under backends/_ascend (or importing torch_npu, or launched only under `if _is_hip:`) is
+    not CUDA code, so CUDA-only techniques drop out. An explicit --backend wins."""
+    target = target or Target()
+    if target.backend is not None or not kf.backend_hint:
+        return target, ""
+    reason = kf.backend_reason or "its path, imports, docstring or an `if _is_hip:` around it"
+    return (Target(backend=kf.backend_hint, cc=target.cc, triton=target.triton),
+            f"the kernel looks written for the {kf.backend_hint} backend ({reason}); pass --backend to override")
+
+
+def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target: Target | None = None) -> list[dict]:
+    """Why each skeleton of ``ids`` is or is not among ``result``'s suggestions: the verdict
+    in a line, then the skeleton's own conditions on this kernel — what holds (with lines),
+    what fails, the environment, the authors' words. The same assessment the ranking used
+    (kept per facts object), so it cannot disagree with the list."""
+    from skel.skeletons.registry import get
+
+    target, _ = _target_for(kf, target)
+    by_id = {a.skeleton.id: a for a in _assess(kf, target)}
+    shown = {s.id: (i, s) for i, s in enumerate(result.suggestions, 1)}
+    dropped = {d["id"]: d for d in result.dropped}
+    out = []
+    for sid in ids:
+        sk = get(sid)
+        a = by_id.get(sid)
+        entry: dict = {"id": sid, "verdict": "", "present": [], "holds": [], "fails": [], "environment": []}
+        if a is None:
+            entry["verdict"] = f"not assessed: written for {'/'.join(sk.languages)} kernels, this is {kf.language}"
+            out.append(entry)
+            continue
+        entry.update(present=[str(h) for h in a.present or []], holds=[str(h) for h in a.matched],
+                     fails=list(a.failed), environment=list(a.env_notes))
+        if sid in shown:
+            rank, s = shown[sid]
+            entry["verdict"] = f"suggested, rank {rank}" + (f" ({s.label})" if s.label else "")
+        elif sid in dropped:
+            d = dropped[sid]
+            entry["verdict"] = f"ruled out by the authors (line {d['line']}): \"{d['quote']}\""
+        elif not a.env_ok:
+            entry["verdict"] = f"not for this target ({'; '.join(a.env_notes) or target.describe()})"
+        elif a.present is not None and not a.refine:
+            entry["verdict"] = "already used, and complete"
+        elif any(sid in n for n in result.notes):
+            entry["verdict"] = "fits, but named in a note rather than listed (see the notes)"
+        elif a.kind is not None:
+            entry["verdict"] = f"fits ({a.kind}) but ranked below the top {len(result.suggestions)}"
+        elif a.failed:
+            n = len(a.failed)
+            entry["verdict"] = f"not suggested: {n} of its conditions fail{'s' if n == 1 else ''}"
+        else:
+            entry["verdict"] = "not suggested"
+        out.append(entry)
+    return out
 
 
 def _no_op(s: Suggestion, target: Target) -> bool:
