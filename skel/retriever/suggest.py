@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import weakref
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
@@ -529,8 +530,10 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
             entry["verdict"] = f"not for this target ({'; '.join(a.env_notes) or target.describe()})"
         elif a.present is not None and not a.refine:
             entry["verdict"] = "already used, and complete"
-        elif any(sid in n for n in result.notes):
-            entry["verdict"] = "fits, but named in a note rather than listed (see the notes)"
+        elif any(re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", n) for n in result.notes):
+            kind = {"match": "full match", "refine": "refinement", "near-miss": "near miss"}.get(
+                a.kind or "", "related technique")
+            entry["verdict"] = f"a {kind}, named in a note rather than listed"
         elif a.kind is not None:
             entry["verdict"] = f"fits ({a.kind}) but ranked below the top {len(result.suggestions)}"
         elif a.failed:
