@@ -253,6 +253,6 @@ def test_why_not_explains_a_skeleton_listed_or_not(tmp_path):
     # a near miss beside full matches is named in a note, and the verdict says so
     ex = run_skel("suggest", str(ROOT / "examples" / "row_softmax.py"), "--why-not", "launch-pdl", "--no-template")
     assert "why not launch-pdl: a near miss, named in a note rather than listed" in ex.stdout
-    assert "fails: a loop over a runtime length" not in ex.stdout and "fails: no loop over a runtime length" in ex.stdout
+    assert "fails: no loop over a runtime length" in ex.stdout
     bad = run_skel("suggest", str(plain), "--why-not", "no-such-skeleton")
     assert bad.returncode == 2 and "no skeleton 'no-such-skeleton'" in bad.stderr
