@@ -333,8 +333,12 @@ def _table_star(name: str, source: str) -> bool:
     return bool(_CONFIG_DICT.search(name) or _TABLE_LOOKUP.search(source) or _table_entry(source))
 
 
+#: Tile-size meta-parameters: BLOCK_M, BLOCK_SIZE_K, TILE_N, BK, BV, BM ... The
+#: autotuner and hardware-tiered launches pick these; any value covers the range.
+#: (``skel.skeletons.predicates.names`` re-exports it for the catalog.)
+TILE_NAME = re.compile(r"(BLOCK|TILE)(_?[A-Z0-9]+)*|B[A-Z]{1,2}")
 #: launch meta-parameters a tuned table would set: tile sizes and the compiler's knobs
-_META_KWARG = re.compile(r"(BLOCK|TILE)(_?[A-Z0-9]+)*|B[A-Z]{1,2}|num_warps|num_stages|GROUP_SIZE_M")
+_META_KWARG = re.compile(TILE_NAME.pattern + r"|num_warps|num_stages|GROUP_SIZE_M")
 
 
 def _looked_up(ln) -> bool:

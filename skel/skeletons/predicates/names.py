@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import re
 
-from skel.skeletons.conditions import IDENT
+from skel.skeletons.conditions import IDENT, TILE_NAME
 
-#: ``IDENT`` (from conditions, where it is defined once) is a Python identifier (``pid_m``,
+#: ``IDENT`` and ``TILE_NAME`` come from conditions, where each is defined once (the tuned-table
+#: condition reads tile names too). ``IDENT`` is a Python identifier (``pid_m``,
 #: ``BLOCK_K``, ``_x``). The catalog uses it to pull the names out of an expression's
 #: source text (loop bounds, masks, pointer arguments) and, through ``IDENT.pattern``, as a
 #: building block of larger source-text patterns.
 __all__ = ["IDENT", "TILE_NAME", "VARYING_LENGTH"]
-
-#: Tile-size meta-parameters: BLOCK_M, BLOCK_SIZE_K, TILE_N, BK, BV, BM ... The
-#: autotuner and hardware-tiered launches pick these; any value covers the range.
-TILE_NAME = re.compile(r"(BLOCK|TILE)(_?[A-Z0-9]+)*|B[A-Z]{1,2}")
 
 #: Lengths that vary from call to call (sequence, tokens, rows, batch). Model dims such as
 #: N / D / n_cols / K / V / H are fixed per model and deliberately absent; M is ambiguous
