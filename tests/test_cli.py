@@ -254,5 +254,12 @@ def test_why_not_explains_a_skeleton_listed_or_not(tmp_path):
     ex = run_skel("suggest", str(ROOT / "examples" / "row_softmax.py"), "--why-not", "launch-pdl", "--no-template")
     assert "why not launch-pdl: a near miss, named in a note rather than listed" in ex.stdout
     assert "fails: no loop over a runtime length" in ex.stdout
+    # markdown and the prompt block answer it too; the prompt block even on the smallest budget
+    md = run_skel("suggest", str(served), "--why-not", "int64-offsets", "--format", "markdown")
+    assert "**Why not `int64-offsets`**: not suggested: 1 of its conditions fails" in md.stdout
+    assert "- fails: no module of an LLM serving engine" in md.stdout
+    pr = run_skel("suggest", str(served), "--why-not", "int64-offsets", "--format", "prompt", "--max-tokens", "200")
+    assert "Why not `int64-offsets` for `row_scale`: not suggested" in pr.stdout
+    assert "- fails: no module of an LLM serving engine" in pr.stdout
     bad = run_skel("suggest", str(plain), "--why-not", "no-such-skeleton")
     assert bad.returncode == 2 and "no skeleton 'no-such-skeleton'" in bad.stderr

@@ -66,7 +66,8 @@ def test_stdio_lists_and_calls_every_tool(tree):
             for t in listed:  # written for a model: a real description, a schema for the arguments
                 assert len(t.description or "") > 150 and t.input_schema["type"] == "object", t.name
             props = {t.name: t.input_schema["properties"] for t in listed}
-            assert {"path", "source", "language", "profile", "k", "max_tokens", "arch"} <= set(props["suggest"])
+            wanted = {"path", "source", "language", "profile", "k", "max_tokens", "arch", "why_not"}
+            assert wanted <= set(props["suggest"])
 
             r = await s.call_tool("suggest", {"path": "kernel.py", "k": 3})
             assert not r.is_error
@@ -87,6 +88,15 @@ def test_stdio_lists_and_calls_every_tool(tree):
             r = await s.call_tool("suggest", {"source": src, "filename": "mine.py", "k": 1})
             (kernel,) = r.structured_content["kernels"]
             assert kernel["path"] == "mine.py" and kernel["suggestions"][0]["id"] == "online-softmax"
+
+            # why_not: the verdict and conditions of a skeleton asked about by name, listed or not
+            r = await s.call_tool("suggest", {"path": "kernel.py", "why_not": ["dot-acc-argument"]})
+            (kernel,) = r.structured_content["kernels"]
+            (e,) = kernel["why_not"]
+            assert e["id"] == "dot-acc-argument" and e["verdict"].startswith("not suggested") and e["fails"]
+            assert "**Why not `dot-acc-argument`**" in r.content[0].text
+            r = await s.call_tool("suggest", {"path": "kernel.py", "why_not": ["online-softmax"], "max_tokens": 200})
+            assert "Why not `online-softmax` for `row_softmax_kernel`: suggested, rank 1" in r.content[0].text
 
             # a profile sets the bound from the measured bottleneck and says which metric decided it
             r = await s.call_tool("suggest", {"path": "kernel.py", "profile": "ncu.csv", "k": 3})
@@ -160,6 +170,8 @@ def test_stdio_errors_are_tool_errors_with_skels_message(tree):
             assert e["kind"] == "usage" and "exactly one of path" in e["message"]
             e = await err("suggest", {"path": "kernel.py", "arch": "volta"})
             assert e["kind"] == "usage" and "sm80" in e["message"]
+            e = await err("suggest", {"path": "kernel.py", "why_not": ["no-such-skeleton"]})
+            assert e["kind"] == "not-found" and "no-such-skeleton" in e["message"]
             e = await err("show", {"skeleton_id": "no-such-skeleton"})
             assert e["kind"] == "not-found" and "no-such-skeleton" in e["message"]
             e = await err("search", {"query": "  "})

@@ -85,6 +85,10 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         k: Annotated[int, Field(description="Suggestions per kernel.", ge=1, le=50)] = 5,
         max_tokens: Annotated[int | None, Field(description="Also return `prompt`: the answer as markdown "
                                                 "fitted to about this many tokens.", ge=100)] = None,
+        why_not: Annotated[list[str] | None, Field(description="Skeleton ids to explain for each kernel, "
+                                                   "listed or not: the verdict (suggested at rank N, ruled "
+                                                   "out by the authors, already used, conditions that "
+                                                   "fail...) and each condition with your lines.")] = None,
     ) -> CallToolResult:
         """Suggest optimisation skeletons for the GPU kernels in a file or in inline source.
 
@@ -95,10 +99,11 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         `why` (with your kernel's line numbers), `caveats`, evidence (mined real kernels using
         it, verification status) and `before`/`after`: a template of the change to adapt.
         `applies` false means no skeleton fits this kernel: a valid answer, not an error.
+        To learn why a technique you expected is missing, pass its id in `why_not`.
         Next step: write the changed kernel to a new file and call `verify`."""
         return _answer(tools.suggest, svc, path=path, source=source, language=language, filename=filename,
                        kernel=kernel, profile=profile, bound=bound, backend=backend, arch=arch, triton=triton,
-                       k=k, max_tokens=max_tokens)
+                       k=k, max_tokens=max_tokens, why_not=why_not)
 
     @server.tool(annotations=read_only)
     def show(

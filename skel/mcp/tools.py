@@ -57,7 +57,8 @@ def _target_dict(t: Any) -> dict[str, Any]:
 def suggest(svc: Service, *, path: str | None = None, source: str | None = None, language: str | None = None,
             filename: str | None = None, kernel: str | None = None, profile: str | None = None,
             bound: str | None = None, backend: str | None = None, arch: str | None = None,
-            triton: str | None = None, k: int = 5, max_tokens: int | None = None) -> Reply:
+            triton: str | None = None, k: int = 5, max_tokens: int | None = None,
+            why_not: list[str] | None = None) -> Reply:
     if bool(path) == bool(source):
         raise UsageError("give exactly one of path (a file under the server's roots) or source (the kernel's text)")
     if not 1 <= k <= 50:
@@ -68,6 +69,8 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
     extra: dict[str, Any] = {}
     if profile:
         extra["profile"] = str(svc.roots.file(profile, "profile"))
+    if why_not:
+        extra["why_not"] = tuple(why_not)
     with svc.lock, tempfile.TemporaryDirectory(prefix="skel-mcp-") as tmp:
         if path:
             file, shown = svc.roots.file(path), path

@@ -14,6 +14,9 @@ budget is spent:
 5. the other kernels each skeleton fits, with their lines;
 6. near misses and related techniques (each says what it lacks), then notes.
 
+Skeletons asked about by name (``--why-not``) head the block whatever the budget: the
+caller asked that question, so it is answered first.
+
 A piece that does not fit is left out and smaller ones after it still get their chance;
 a closing line says what was left out and how to get everything.
 
@@ -195,6 +198,7 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
             f"{len(fitting)} with a fitting skeleton"]
     if none:
         head.append(_clip(f"No skeleton fits: {', '.join(f'`{k}`' for k in none)}.", 300))
+    head.extend(_why_not(results))
     if not gs:
         checked = max((r.considered for r in results), default=0)
         head.append(f"No skeleton applies ({checked} checked per kernel), and none comes close.")
@@ -275,6 +279,19 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
         out.append(f"\n_Left out for the {max_tokens}-token budget: {left} piece{'s' if left != 1 else ''}. "
                    f"Everything: {full}._")
     return "\n".join(out).strip("\n") + "\n"
+
+
+def _why_not(results: list[KernelResult]) -> list[str]:
+    """The skeletons the caller asked about by name (``--why-not``), always included: the
+    verdict for each kernel and the first conditions that fail, each line clipped."""
+    out = []
+    for r in results:
+        for e in r.why_not:
+            out.append(_clip(f"Why not `{e['id']}` for `{r.kernel}`: {e['verdict']}", 300))
+            out.extend(f"- fails: {_clip(f)}" for f in e["fails"][:3])
+            if len(e["fails"]) > 3:
+                out.append(f"- … {len(e['fails']) - 3} more conditions fail")
+    return out
 
 
 def _left_out(blocks: list[_Block]) -> int:

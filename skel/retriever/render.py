@@ -59,6 +59,20 @@ def _why_not_lines(r: KernelResult) -> list[str]:
     return out
 
 
+def _why_not_markdown(r: KernelResult) -> list[str]:
+    """The same as `_why_not_lines`, as markdown: kept with the kernel's heading when an
+    answer is cut to a token budget, since the caller asked for it by name."""
+    out = []
+    for e in r.why_not:
+        out.append(f"**Why not `{e['id']}`**: {e['verdict']}")
+        out.extend(f"- already uses it: {h}" for h in e["present"])
+        out.extend(f"- holds: {h}" for h in e["holds"])
+        out.extend(f"- fails: {f}" for f in e["fails"])
+        out.extend(f"- environment: {n}" for n in e["environment"])
+        out.append("")
+    return out
+
+
 def applies(r: KernelResult) -> bool:
     """Some skeleton fits on structure (a full match or a refinement): what exit code 0
     means. Near misses and related techniques are shown, labelled, but are not that."""
@@ -146,6 +160,7 @@ def markdown(results: list[KernelResult]) -> str:
             out.append(f"> {note}")
         out.extend(f"> dropped `{d['id']}`: ruled out by the authors (line {d['line']}): \"{d['quote']}\""
                    for d in r.dropped)
+        out.extend(_why_not_markdown(r))
         if not applies(r):
             out.append(f"No skeleton applies ({r.considered} checked)."
                        + (f" Below: {_counts(r)}, each saying what it lacks." if r.suggestions else ""))
