@@ -93,6 +93,9 @@ class Launch:
     # `max(16, 8192 // BLOCK_DK) [if _nv_cap[0] < 8]`), then those of the names they read
     # (`_nv_cap = torch.cuda.get_device_capability()`)
     kwarg_sources: dict[str, list[str]] = field(default_factory=dict)
+    # the same for the names the grid reads (`grid = (min(num_tokens, 8192),)`): a capped or
+    # SM-sized grid is how a persistent launch shows on the host
+    grid_sources: list[str] = field(default_factory=list)
     # canonical names of the launching function's calls before and after this launch, in
     # source order (method calls keep their receiver: `y.add_`): what the host does to the
     # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)

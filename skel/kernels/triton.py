@@ -514,24 +514,38 @@ class _HostVisitor(Walker):
             kw = a.keyword.value
             if not (kw in _META_KWARGS or not any(ch.islower() for ch in kw) or "split" in kw.lower()):
                 continue
-            texts: list[str] = []
-            todo, seen = [a.value.value], set[str]()
-            while todo and len(seen) < _SOURCE_NAMES:
-                name = todo.pop(0)
-                if name in seen:
-                    continue
-                seen.add(name)
-                for value, tests in self._assign_log.get(name, [])[-_SOURCE_VALUES:]:
-                    text = self._code(value, 200)
-                    cond = "; ".join(self._code(t, 120) for t in tests)
-                    text = f"{text} [if {cond}]" if cond else text
-                    # the parameter's own values bare, those of names they read as `name = value`
-                    texts.append(text if name == a.value.value else f"{name} = {text}")
-                    todo.extend(n.value for n in descendants(value, cst.Name) if n.value in self._assign_log)
-                    for t in tests:
-                        todo.extend(n.value for n in descendants(t, cst.Name) if n.value in self._assign_log)
-            out[kw] = texts
+            out[kw] = self._sources(a.value.value)
         return out
+
+    def _grid_sources(self, grid: cst.BaseExpression) -> list[str]:
+        """What the launching function assigned to the names a grid reads (`grid = (grid_m,)`
+        after `grid_m = min(m, 8192)`), as `name = value` lines."""
+        out: list[str] = []
+        for n in descendants(grid, cst.Name) if not isinstance(grid, cst.Name) else [grid]:
+            if n.value in self._assign_log:
+                out += [t if t.startswith(f"{n.value} = ") else f"{n.value} = {t}" for t in self._sources(n.value)]
+        return out
+
+    def _sources(self, first: str) -> list[str]:
+        """The values assigned to ``first`` (bare, each with the `if` tests around it), then
+        those of the names they read (`name = value`), a few levels deep."""
+        texts: list[str] = []
+        todo, seen = [first], set[str]()
+        while todo and len(seen) < _SOURCE_NAMES:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            for value, tests in self._assign_log.get(name, [])[-_SOURCE_VALUES:]:
+                text = self._code(value, 200)
+                cond = "; ".join(self._code(t, 120) for t in tests)
+                text = f"{text} [if {cond}]" if cond else text
+                # the parameter's own values bare, those of names they read as `name = value`
+                texts.append(text if name == first else f"{name} = {text}")
+                todo.extend(n.value for n in descendants(value, cst.Name) if n.value in self._assign_log)
+                for t in tests:
+                    todo.extend(n.value for n in descendants(t, cst.Name) if n.value in self._assign_log)
+        return texts
 
     def _code(self, node: cst.CSTNode, limit: int) -> str:
         """`host_code`, once per node: launches of one function share their locals' values."""
@@ -565,6 +579,8 @@ class _HostVisitor(Walker):
                 launch.star_sources = [self._star_source(a.value) for a in node.args if a.star == "**"]
                 if self._top is not None:
                     launch.kwarg_sources = self._kwarg_sources(node)
+                    launch.grid_sources = self._grid_sources(dims[0] if grid_node is not None
+                                                             else cst.Tuple([cst.Element(d) for d in dims]))
                 self.launches.append(launch)
                 if self._top is not None:
                     self._launch_nodes[id(node)] = [launch, len(self._host_seq), len(self._host_seq)]

@@ -30,7 +30,13 @@ The gain shrinks as rows widen, until the kernel is memory-bound.
 
 ## Does not apply when
 - rows are wide: one row already fills the program (and a [BLOCK_ROW, BLOCK_D] tile of
-  wide rows spills registers); at thousands of columns the kernel is memory-bound;
+  wide rows spills registers); at thousands of columns the kernel is memory-bound. In a
+  serving engine's module (sglang, vLLM...) a row kernel's row is the model's hidden size
+  unless its block is named for, or launched from, a head dim, a quantisation group or a
+  top-k list (`BLOCK_HD`, `N = group_size`, a literal of at most 256), so the skeleton
+  needs that there;
+- a serving engine's per-step bookkeeping (a module under `sample/`, `spec_decode/`,
+  `worker/`...): one row per request, a wave or two of programs, nothing to amortise;
 - the kernel already tiles rows in 2-D (`rows[:, None]` with a `BLOCK_ROW`/`BT`
   constexpr and reductions over `axis=1`);
 - the op is not independent per row (a scan along rows).
@@ -50,7 +56,9 @@ import re
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom, soft
 from skel.skeletons.predicates.dots import NO_DOT
-from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION
+from skel.skeletons.predicates.rows import (ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION,
+                                            SHORT_ROW_IN_SERVING)
+from skel.skeletons.predicates.workload import STEP_MODULE
 
 _ROW_BLOCK = re.compile(r"BLOCK_ROWS?|BLOCK_SIZE_ROWS?|ROWS_PER_(BLOCK|PROGRAM|PROG|CTA)|BLOCK_M|BLOCK_SIZE_M|"
                         r"BT|BR|BLOCK_T|ROW_BLOCK(_SIZE)?|BLOCK_N_ROWS|NUM_ROWS")
@@ -93,7 +101,8 @@ SKELETON = Skeleton(
     doc=__doc__,
     present=MULTI_ROW_TILE & NO_DOT,
     # an elementwise row (no reduction) has the same per-program overhead: a near miss
-    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT],
+    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT,
+                   SHORT_ROW_IN_SERVING, ~STEP_MODULE],
     env=Env(),
     helps=("occupancy", "latency"),
 )

@@ -29,14 +29,19 @@ hides the per-program overhead.
 
 ## Does not apply when
 - rows are wide (thousands of columns or a column loop): the kernel is memory-bound and
-  persistence buys little;
+  persistence buys little. In a serving engine's module (sglang, vLLM...) a row kernel's
+  row is the model's hidden size unless its block is named for, or launched from, a head
+  dim, a quantisation group or a top-k list (`BLOCK_HD`, `N = group_size`, a literal of at
+  most 256), so the skeleton needs that there;
 - there are few rows (fewer than a few waves of programs): launch overhead is small;
   a serving engine's per-step bookkeeping (a module under `sample/`, `spec_decode/`,
   `worker/`...) has one row per request, a wave or two;
 - the kernel only moves or indexes data (no float math): it is memory-bound, and the
   row-invariant work a persistent program would keep is nil;
 - the kernel already loops over rows with a `tl.num_programs`/`NUM_SMS` stride or a
-  `rows_per_program` slice;
+  `rows_per_program` slice. Over a grid of one program per row it is refined (size the
+  grid from the SM count); over a capped grid (`min(n_rows, 8192)`) or an axis of a fixed
+  count (`(rows, 32)`) it is complete;
 - tiled GEMMs: a persistent matmul (TT 09-persistent-matmul) is a different, larger
   rewrite (tile scheduler, TMA, epilogue overlap) that this skeleton does not cover.
 The host must launch `min(n_rows, k * NUM_SMS)` programs (query
@@ -62,7 +67,8 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, soft
 from skel.skeletons.predicates.dots import NO_DOT
 from skel.skeletons.predicates.programs import grid_stride_loops
-from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION
+from skel.skeletons.predicates.rows import (ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, ROW_REDUCTION,
+                                            SHORT_ROW_IN_SERVING)
 from skel.skeletons.predicates.workload import MOVES_DATA_ONLY, STEP_MODULE
 
 PERSISTENT_LOOP = custom(
@@ -75,19 +81,41 @@ PERSISTENT_LOOP = custom(
 _SM_COUNT = re.compile(r"(?i).*(multi_processor_count|num_?sms?|sm_?count|n_?sms?|get_num_sms|cu_count).*")
 
 
+# a grid capped at a fixed program count: `min(num_tokens, 8192)`, `min(m, MAX_GRID)`
+_CAPPED = re.compile(r"\bmin\(")
+# an axis of a fixed program count: `(rows, 32)`, `(B, _MASK_GRID_COLS)` (a module constant;
+# a one-letter size such as `B` or `N` is a runtime size)
+_FIXED_AXIS = re.compile(r"[2-9]|\d{2,}|_*[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+
+
+def _fixed_axis(grid: str) -> bool:
+    """A grid tuple (or a `grid = (...)` line before the launch) with an axis of fixed size."""
+    g = grid.split(" [if ", 1)[0].split(" = ", 1)[-1].strip()
+    if not (g.startswith("(") and g.endswith(")")):
+        return False
+    return any(_FIXED_AXIS.fullmatch(x.strip()) for x in g[1:-1].split(","))
+
+
 def _grid_from_sm_count(k) -> bool:
     """Some launch in the file sizes its grid from the SM count, in the launching function
-    or in a function of the file it calls (sglang's `_get_launch_config_2d`); a launch we
-    cannot see counts as sized: a grid-stride loop launched over every row only adds overhead."""
+    or in a function of the file it calls (sglang's `_get_launch_config_2d`), or caps it at a
+    fixed program count (`grid = (min(num_tokens, 8192),)`): sglang's MoE scatter/gather and
+    vLLM's packed fp8 quant stride their rows over such a grid, and sizing it from the SM
+    count instead buys nothing measurable; so does a grid axis of a fixed count (`(rows, 32)`,
+    a module constant) that the loop strides over. A launch we cannot see counts as sized: a
+    grid-stride loop launched over every row only adds overhead."""
     if not k.launches:
         return True
     return any(_SM_COUNT.fullmatch(x) for ln in k.launches
-               for x in (ln.grid, *ln.host_calls, *ln.host_names, *ln.helper_names))
+               for x in (ln.grid, *ln.host_calls, *ln.host_names, *ln.helper_names)) or any(
+        _CAPPED.search(t) for ln in k.launches for t in (ln.grid, *ln.grid_sources)) or any(
+        _fixed_axis(t) for ln in k.launches for t in (ln.grid, *ln.grid_sources))
 
 
 GRID_FROM_SM_COUNT = custom(
     "persistent-grid-from-sm-count",
-    "a launch of about one program per SM (the grid reads `multi_processor_count`/`NUM_SMS`)",
+    "a launch of about one program per SM (the grid reads `multi_processor_count`/`NUM_SMS`) or of a "
+    "capped program count (`min(n_rows, 8192)`)",
     _grid_from_sm_count)
 
 SKELETON = Skeleton(
@@ -99,7 +127,7 @@ SKELETON = Skeleton(
     ruled_out_by=(r"\bpersistent\b",),
     present=PERSISTENT_LOOP,
     # an elementwise row (no reduction) has the same per-program overhead: a near miss
-    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT,
+    preconditions=[ONE_ROW_PER_PROGRAM, soft(ROW_REDUCTION), ROW_IN_ONE_BLOCK, ROW_IS_1D, NO_DOT, SHORT_ROW_IN_SERVING,
                    ~MOVES_DATA_ONLY, ~STEP_MODULE],
     env=Env(),
     helps=("latency", "occupancy"),

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-from skel.skeletons.conditions import calls, custom, rx
+from skel.skeletons.conditions import IDENT, calls, custom, rx
 from skel.skeletons.predicates.programs import pid_names
 from skel.skeletons.predicates.tiles import BROADCAST_2D
+from skel.skeletons.predicates.workload import SERVING_ENGINE
 
 _STRIDE = re.compile(r"(?i)\w*stride\w*|n_cols|n_col|hidden\w*|\w*_dim|D|N|H|C|K|V")
 # A dotted name (`x.stride`, `cfg.n_cols`), unlike names.IDENT: the row stride may be read
@@ -69,3 +70,65 @@ ROW_IN_ONE_BLOCK = custom("row-in-one-block", "no loop over column blocks (the r
                           _no_column_loop)
 #: No ``[:, None]``/``[None, :]`` anywhere: the kernel works on 1-D row vectors.
 ROW_IS_1D = custom("row-is-1d", "1-D row tiles (no `[:, None]` 2-D tiles)", _one_d)
+
+
+# --- how wide a row is ------------------------------------------------------------------
+
+_ARANGE_BLOCK = re.compile(r"tl\.arange\(\s*0\s*,\s*([A-Za-z_]\w*)\s*\)")
+_INT = re.compile(r"\d+")
+#: name parts that say a row is one head, one quantisation group or one top-k/expert list
+#: (not `hd`: sglang's `hd = num_heads * head_dim` is every head of a token)
+_SHORT_PARTS = frozenset({"group", "headdim", "rope", "rotary", "topk", "expts", "experts"})
+_SHORT_ROW_MAX = 256  # columns: where our H200 runs saw row-packing pay (64-128 wide rows)
+
+
+def _short_name(ident: str) -> bool:
+    parts = {p for p in ident.lower().split("_") if p}
+    return bool(parts & _SHORT_PARTS) or ("head" in parts and bool(parts & {"dim", "size"})) or {"top", "k"} <= parts
+
+
+def _short_value(text: str) -> bool:
+    """A launch value (or a `name = value` line of the names it reads) that sizes a short
+    row: a literal of at most 256, or a value naming a short size and multiplying nothing."""
+    text = text.split(" [if ", 1)[0]
+    value = text.split(" = ", 1)[1] if re.match(r"[A-Za-z_]\w* = ", text) else text
+    if not value.strip() or "*" in value:
+        return False
+    if _INT.fullmatch(value.strip()):
+        return int(value) <= _SHORT_ROW_MAX
+    return any(_short_name(n) for n in IDENT.findall(text))
+
+
+def _short_row(k) -> list[int]:
+    """Lines saying the row is short: the row block (`tl.arange(0, BLOCK)`) is named for a
+    head dim, a quantisation group or a top-k/expert list (`BLOCK_HD`, `N_EXPTS_PAD`), or a
+    launch passes it a value read from one (`BLOCK = next_power_of_2(N)` after
+    `N = group_size`) or a literal of at most 256. A value multiplying such a size
+    (`num_heads * head_dim`) is not short."""
+    from skel.skeletons.predicates.host import own_launches
+
+    aranges = [(c.line, m.group(1)) for c in k.calls_named("tl.arange")
+               for m in [_ARANGE_BLOCK.search(f"tl.arange({', '.join(c.args)})")] if m]
+    blocks = {b for _, b in aranges}
+    lines = [line for line, b in aranges if _short_name(b)]
+    for ln in own_launches(k):
+        if any(_short_value(v) for b in blocks for v in [ln.kwargs.get(b, ""), *ln.kwarg_sources.get(b, [])]):
+            lines.append(ln.line or min(line for line, _ in aranges))
+    return sorted(set(lines))
+
+
+#: The row is known to be short (a head, a quant group, a top-k list): where packing rows
+#: or striding over them pays. In a serving engine a row kernel's row is otherwise the
+#: model's hidden size, thousands of columns.
+SHORT_ROW = custom(
+    "short-row",
+    "a short row: its block is named for, or launched from, a head dim, a quantisation group or a "
+    "top-k/expert list (`BLOCK_HD`, `N = group_size`), or a literal of at most 256 columns",
+    _short_row)
+
+#: ``SHORT_ROW`` where it decides: in a serving engine's module. There a row kernel's row is
+#: the model's hidden size (thousands of columns, where our H200 runs saw a grid-stride
+#: loop lose, 0.43x at 512 wide) unless its block says head, group or top-k. A training
+#: library's row kernels are judged without it: their per-head norms over a plain `D` are
+#: where the authors did pack rows (flash-linear-attention's `l2norm`, `layer_norm`).
+SHORT_ROW_IN_SERVING = ~SERVING_ENGINE | SHORT_ROW
