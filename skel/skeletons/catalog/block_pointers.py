@@ -24,14 +24,15 @@ that the compiler cannot misread.
   (`rk = k0 + tl.arange(0, BK)`, `o_t = i_t * BT + tl.arange(0, BT)`), and a tile-level
   bound in the mask moves with it (`rk[None, :] < K`, `o_t < T`). That is exactly what
   `tl.advance` plus `boundary_check` replace;
-- the target runs Triton < 3.9, and the tile is a plain strided window of the tensor.
+- the target runs Triton < 3.7, and the tile is a plain strided window of the tensor.
 
 ## Does not apply when
-- Triton >= 3.9: block pointers were removed "in favor of the tensor descriptor API"
-  (triton-lang/triton#10833); use the `tma-tensor-descriptors` skeleton instead. Triton
-  3.7.1 already warns "tl.make_block_ptr is deprecated" (triton-lang/triton#9667; seen
-  when running this skeleton's example), so new code aimed at current Triton should
-  prefer descriptors;
+- Triton >= 3.7: Triton 3.7.1 warns "tl.make_block_ptr is deprecated"
+  (triton-lang/triton#9667; seen when running this skeleton's example), and 3.9 removed
+  block pointers "in favor of the tensor descriptor API" (triton-lang/triton#10833); use
+  the `tma-tensor-descriptors` skeleton instead. (vLLM 0.33 has no `tl.make_block_ptr`
+  left: its copies of flash-linear-attention kernels were ported off them.) With the
+  version unknown the skeleton is still suggested, with that caveat;
 - the rows or columns are gathered through an index tensor (no single stride), or the
   step is data-dependent or not affine (offsets loaded in the loop, paged KV, a
   grid-stride walk over flattened tiles via `block_idx // grid_n`, `% grid_n`);
@@ -117,7 +118,9 @@ SKELETON = Skeleton(
     ruled_out_by=(r"\bblock[\s_-]?ptrs?\b", r"\bblock[\s_-]pointers?\b", r"make_block_ptr"),
     present=BLOCK_PTR_USED,
     preconditions=[MASKED_MANUAL_TILE_LOAD_IN_LOOP],
-    env=Env(triton="<3.9", known_bad=(
-        KnownBad("block pointers were removed in Triton 3.9 in favour of tensor descriptors", triton=">=3.9"),)),
+    # deprecated from 3.7 (it warns), removed in 3.9: not advice for a current Triton
+    env=Env(triton="<3.7", known_bad=(
+        KnownBad("block pointers are deprecated from Triton 3.7 (`tl.make_block_ptr` warns) and were removed in "
+                 "3.9, in favour of tensor descriptors", triton=">=3.7"),)),
     helps=("memory",),
 )
