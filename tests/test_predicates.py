@@ -1790,3 +1790,19 @@ def test_a_grid_stride_loop_over_a_capped_grid_is_persistent_already(grid, sized
     src = HEADER + textwrap.dedent(_STRIDED_ROWS).lstrip().replace("{grid}", grid)
     k = extract_file(src, "mylib/rows.py")[0]
     assert get("persistent-kernel").assess(k, Target()).kind == (None if sized else "refine")
+
+
+@pytest.mark.parametrize("n, block, narrow", [
+    ("x.shape[-1]", "triton.next_power_of_2(n)", False),   # a hidden-size row: tile it
+    ("topk_ids.shape[1]", "triton.next_power_of_2(n)", True),  # a top-k list, a few entries
+    ("head_dim", "triton.next_power_of_2(n)", True),
+])
+def test_column_tiling_is_not_for_a_row_known_to_be_short(n, block, narrow):
+    """The hand-checked verdicts rejected column tiles on rows of a top-k list or one head:
+    the block is already small."""
+    from skel.skeletons.registry import get
+
+    src = HEADER + textwrap.dedent(_ROW_NORM).lstrip().replace("{n}", n).replace("{block}", block)
+    src = src.replace("rstd = tl.rsqrt(tl.sum(x * x) / n_cols + eps)", "rstd = tl.rsqrt(x * x + eps)")
+    k = extract_file(src, "mylib/act.py")[0]
+    assert (get("column-tiling-2d-grid").assess(k, Target()).kind == "match") is not narrow

@@ -37,7 +37,9 @@ on wide rows on Blackwell.
   so it needs a two-pass or atomics scheme instead (see `online-softmax`, split
   reductions);
 - rows are narrow (hundreds of columns): the block is already small; process several
-  rows per program instead (`multi-row-per-program`);
+  rows per program instead (`multi-row-per-program`). A row whose block is named for, or
+  launched from, a head dim, a quantisation group or a top-k list (`BLOCK_HD`,
+  `N = group_size`, `k = topk_ids.shape[1]`), or a literal of at most 256, is narrow;
 - the kernel already reads a second grid axis for the columns, or loops over column
   blocks inside the program;
 - the grid would exceed the y/z limit: CUDA caps grid axes 1 and 2 at 65,535, so put the
@@ -60,7 +62,7 @@ from skel.skeletons.conditions import custom
 from skel.skeletons.predicates.dots import NO_DOT
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.programs import pid_names, program_axes
-from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D
+from skel.skeletons.predicates.rows import ONE_ROW_PER_PROGRAM, ROW_IN_ONE_BLOCK, ROW_IS_1D, SHORT_ROW
 
 _REDUCTIONS = ("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin", "tl.reduce", "tl.xor_sum", "tl.cumsum")
 #: Host calls that size a block from the row width.
@@ -128,8 +130,9 @@ SKELETON = Skeleton(
     category=Category.DECOMPOSITION,
     doc=__doc__,
     present=COLUMN_TILES_ON_SECOND_AXIS,
+    # a row known to be short (a head, a quant group, a top-k list) already makes a small block
     preconditions=[ONE_ROW_PER_PROGRAM, ONE_GRID_AXIS, ROW_IN_ONE_BLOCK, ROW_IS_1D, ELEMENTWISE_ROW, NO_DOT,
-                   WHOLE_ROW_BLOCK],
+                   WHOLE_ROW_BLOCK, ~SHORT_ROW],
     env=Env(),
     helps=("occupancy", "memory"),
 )

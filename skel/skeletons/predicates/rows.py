@@ -87,16 +87,24 @@ def _short_name(ident: str) -> bool:
     return bool(parts & _SHORT_PARTS) or ("head" in parts and bool(parts & {"dim", "size"})) or {"top", "k"} <= parts
 
 
-def _short_value(text: str) -> bool:
-    """A launch value (or a `name = value` line of the names it reads) that sizes a short
-    row: a literal of at most 256, or a value naming a short size and multiplying nothing."""
+def _value(text: str) -> str:
+    """The value of a launch argument's source line: `N = group_size [if ...]` -> `group_size`."""
     text = text.split(" [if ", 1)[0]
-    value = text.split(" = ", 1)[1] if re.match(r"[A-Za-z_]\w* = ", text) else text
-    if not value.strip() or "*" in value:
+    return text.split(" = ", 1)[1] if re.match(r"[A-Za-z_]\w* = ", text) else text
+
+
+def _short_values(texts: list[str]) -> bool:
+    """A launch argument whose values (and the `name = value` lines of the names they read)
+    size a short row: a literal of at most 256, or a short size by name, with no product
+    anywhere along the way (`hd = num_heads * head_dim` is every head of a token)."""
+    texts = [t for t in texts if _value(t).strip()]
+    if not texts or any("*" in _value(t) for t in texts):
         return False
-    if _INT.fullmatch(value.strip()):
-        return int(value) <= _SHORT_ROW_MAX
-    return any(_short_name(n) for n in IDENT.findall(text))
+    for t in texts:
+        v = _value(t).strip()
+        if _INT.fullmatch(v) and int(v) <= _SHORT_ROW_MAX:
+            return True
+    return any(_short_name(n) for t in texts for n in IDENT.findall(t.split(" [if ", 1)[0]))
 
 
 def _short_row(k) -> list[int]:
@@ -112,7 +120,7 @@ def _short_row(k) -> list[int]:
     blocks = {b for _, b in aranges}
     lines = [line for line, b in aranges if _short_name(b)]
     for ln in own_launches(k):
-        if any(_short_value(v) for b in blocks for v in [ln.kwargs.get(b, ""), *ln.kwarg_sources.get(b, [])]):
+        if any(_short_values([ln.kwargs.get(b, ""), *ln.kwarg_sources.get(b, [])]) for b in blocks):
             lines.append(ln.line or min(line for line, _ in aranges))
     return sorted(set(lines))
 
