@@ -16,11 +16,9 @@ KERNELS = {str(f): expectations.kernels_by_name(f) for f in FIXTURE_FILES}
 # (file, kernel, skeleton) of every `near` line: an `ok` kernel may be a near miss only there
 NEAR = {(e.path, e.kernel, e.skeleton_id) for e in EXPECTATIONS if e.kind == "near"}
 # `ok` kernels that `skel suggest` does list as near misses today, against their fixture:
-# known defects, reported as expected failures until the skeleton stops listing them
-NEAR_AGAINST_FIXTURE = {
-    ("autotune_configs.py", "combine_four_splits", "autotune-configs"):
-        "a fixed four-split loop, yet the soft tile-loop condition is the only one it misses",
-}
+# known defects, reported as expected failures until the skeleton stops listing them. None
+# today: autotune-configs' four-split combine left when its tile-work condition became hard.
+NEAR_AGAINST_FIXTURE: dict[tuple[str, str, str], str] = {}
 
 
 def test_catalog_size_and_spread():

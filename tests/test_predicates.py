@@ -1604,7 +1604,9 @@ def test_deterministic_module_reads_batch_invariant_folders_and_files(path, part
     assert workload.deterministic_module(ks[0]) == part
     assert holds(workload.DETERMINISTIC_MODULE, ks[0]) is bool(part)
     # a timing-picked block size would change the reduction order: no autotune suggested
-    assert (get("autotune-configs").assess(ks[0], Target()).kind is None) is bool(part)
+    # (on a kernel with a tile loop, which gets it anywhere else)
+    looped = extract_file(HEADER + textwrap.dedent(_DECODE_LOOP).lstrip(), path)[0]
+    assert (get("autotune-configs").assess(looped, Target()).kind is None) is bool(part)
 
 
 @pytest.mark.parametrize("path, part", [
@@ -1806,3 +1808,36 @@ def test_column_tiling_is_not_for_a_row_known_to_be_short(n, block, narrow):
     src = src.replace("rstd = tl.rsqrt(tl.sum(x * x) / n_cols + eps)", "rstd = tl.rsqrt(x * x + eps)")
     k = extract_file(src, "mylib/act.py")[0]
     assert (get("column-tiling-2d-grid").assess(k, Target()).kind == "match") is not narrow
+
+
+_DECODE_LOOP = """
+    @triton.jit
+    def attn_kernel(q_ptr, k_ptr, o_ptr, seq_len, stride, BLOCK_N: tl.constexpr, D: tl.constexpr):
+        pid = tl.program_id(0)
+        d = tl.arange(0, D)
+        q = tl.load(q_ptr + pid * D + d)
+        acc = tl.zeros([D], dtype=tl.float32)
+        for start in range(0, seq_len, BLOCK_N):
+            n = start + tl.arange(0, BLOCK_N)
+            kt = tl.load(k_ptr + n[:, None] * stride + d[None, :], mask=n[:, None] < seq_len, other=0.0)
+            acc += tl.sum(kt * q[None, :], 0)
+        tl.store(o_ptr + pid * D + d, acc)
+    """
+
+
+@pytest.mark.parametrize("path, name, decode", [
+    ("vllm/attention/ops/decode_attention.py", "attn_kernel", "decode_attention"),   # a decode module
+    ("sglang/srt/layers/attention/ops.py", "paged_decode_kernel", "paged_decode_kernel"),  # named for it
+    ("sglang/srt/layers/attention/ops.py", "attn_kernel", ""),            # a serving kernel, not decode
+    ("mylib/decode_attention.py", "attn_kernel", ""),                      # not a serving engine
+])
+def test_autotune_is_not_for_a_serving_engines_decode_kernel(path, name, decode):
+    """The hand-checked verdicts rejected autotune-configs on seven serving decode kernels:
+    decode launches are captured in CUDA graphs, where an autotuner cannot time configs."""
+    from skel.skeletons.registry import get
+
+    src = HEADER + textwrap.dedent(_DECODE_LOOP).lstrip().replace("attn_kernel", name)
+    k = extract_file(src, path)[0]
+    assert workload.serving_decode(k) == decode
+    assert holds(workload.SERVING_DECODE, k) is bool(decode)
+    assert (get("autotune-configs").assess(k, Target()).kind == "match") is not bool(decode)

@@ -33,24 +33,24 @@ def test_a_near_miss_beside_a_match_is_named_in_a_note_not_listed(monkeypatch):
     every score component; a note names it and what it lacks."""
     import skel.retriever.suggest as sg
 
-    path = registry.fixture_path("autotune-configs")
-    kf = expectations.kernels_by_name(path)["gelu_kernel"]
-    a = registry.get("autotune-configs").assess(kf)
+    path = registry.fixture_path("grouped-l2-swizzle")
+    kf = expectations.kernels_by_name(path)["matmul_single_k_block"]
+    a = registry.get("grouped-l2-swizzle").assess(kf)
     assert a.kind == "near-miss", (a.kind, a.failed)
     real_scores = sg.lexical_scores
 
-    def favour_autotune(source, kb=None, exclude=None):
+    def favour_swizzle(source, kb=None, exclude=None):
         scores, top = real_scores(source, kb, exclude)
-        return {sid: (1.0 if sid == "autotune-configs" else 0.0) for sid in scores}, top
+        return {sid: (1.0 if sid == "grouped-l2-swizzle" else 0.0) for sid in scores}, top
 
-    monkeypatch.setattr(sg, "lexical_scores", favour_autotune)
+    monkeypatch.setattr(sg, "lexical_scores", favour_swizzle)
     monkeypatch.setitem(sg.WEIGHTS, "lexical", 100.0)
     judged = suggest_for(kf, None, k=50)
     kinds = {s.id: s.kind for s in judged.suggestions}
-    assert "match" in kinds.values() and "autotune-configs" not in kinds, kinds
+    assert "match" in kinds.values() and "grouped-l2-swizzle" not in kinds, kinds
     assert "near-miss" not in kinds.values(), kinds
     (note,) = [n for n in judged.notes if n.startswith("near misses left out")]
-    assert f"autotune-configs (missing: {a.missing[0]})" in note
+    assert f"grouped-l2-swizzle (missing: {a.missing[0]})" in note
 
 
 def test_near_misses_are_listed_when_nothing_fits_better(tmp_path):

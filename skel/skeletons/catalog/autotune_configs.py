@@ -50,7 +50,9 @@ their kernels this way (see References).
   update. Autotune it only with `restore_value`/`reset_to_zero` (`autotune-restore-reset`);
 - the code path cannot afford warm-up (first-token latency in serving, CUDA-graph capture
   of a fresh shape): each new key compiles and times every config, seconds per kernel.
-  Prefer offline-tuned tables or `hardware-tiered-launch` there;
+  Prefer offline-tuned tables or `hardware-tiered-launch` there. A serving engine's decode
+  kernel (named for decoding, or in a decode module such as `decode_attention.py`) is such
+  a path: its launches are captured in CUDA graphs;
 - the key would contain a length that changes every call (`autotune-key-bucketing`);
 - a tile size is fixed by the algorithm (a chunk size the host also uses, a block that
   must cover a whole row): tune `num_warps`/`num_stages` only.
@@ -71,13 +73,13 @@ import re
 
 from skel.kernels.flow import flow_of
 from skel.skeletons.base import Category, Env, Skeleton
-from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines, rx, soft
+from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, calls, custom, param_lines, rx
 from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr
 from skel.skeletons.predicates.autotune import AUTOTUNED, autotune_multi_config, autotune_text
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import ACCUMULATES
 from skel.skeletons.predicates.programs import KERNEL_ENTRY, program_id_vars
-from skel.skeletons.predicates.workload import DETERMINISTIC_MODULE, MOVES_DATA_ONLY, STEP_MODULE
+from skel.skeletons.predicates.workload import DETERMINISTIC_MODULE, MOVES_DATA_ONLY, SERVING_DECODE, STEP_MODULE
 
 _LITERAL_INT = re.compile(r"\d+")
 
@@ -235,10 +237,12 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bautotun\w*", r"triton\.Config"),
     present=AUTOTUNED,
-    # a kernel with tile parameters but no tile loop (one block per row) still has a tile
-    # size and num_warps to tune: the loop is a literal detail, a near miss
-    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, soft(TILE_WORK), ~ACCUMULATES, ~LAUNCH_CONFIG_DICT,
-                   ~MOVES_DATA_ONLY, ~STEP_MODULE, ~DETERMINISTIC_MODULE],
+    # tile work is required, not a literal detail: a kernel with tile parameters but no tile
+    # loop or `tl.dot` (one block per row) was a near miss until the hand-checked verdicts
+    # rejected all 14 such suggestions judged (precision.json): one-shot elementwise, copy and
+    # norm kernels whose block must cover the row time the same under every config
+    preconditions=[KERNEL_ENTRY, TILE_PARAMS | LITERAL_LAUNCH, TILE_WORK, ~ACCUMULATES, ~LAUNCH_CONFIG_DICT,
+                   ~MOVES_DATA_ONLY, ~STEP_MODULE, ~DETERMINISTIC_MODULE, ~SERVING_DECODE],
     ruled_out_code=(r"^@triton\.autotune\(",),
     env=Env(),
     helps=("compute", "memory", "occupancy"),

@@ -122,6 +122,28 @@ SERVING_ENGINE = custom(
     "one forward pass holds a bounded number of tokens", lambda k: True if serving_engine(k) else None)
 
 
+
+#: a name that says decoding: `_fwd_grouped_kernel_stage1` in `decode_attention.py`,
+#: `_paged_decode_fused_kernel`, `_split_kv_stage1` in `rel_attention_decode.py`
+_DECODE = re.compile(r"(?i)decod")
+
+
+def serving_decode(k) -> str:
+    """The kernel's or its file's name when it is a serving engine's decode kernel, or "".
+    Decode there runs under CUDA-graph capture, replayed for each batch size captured at
+    start-up: a launch must be fixed before capture, where an autotuner cannot time configs,
+    and a key it has not seen means warm-up on a live request."""
+    if not serving_engine(k):
+        return ""
+    stem = k.path.replace("\\", "/").split("/")[-1].removesuffix(".py")
+    return next((n for n in (k.name, stem) if _DECODE.search(n)), "")
+
+
+#: ``serving_decode`` as a condition: a technique that times or re-tunes launches negates it
+SERVING_DECODE = custom(
+    "serving-decode-kernel", "a serving engine's decode kernel (named for decoding, or in a decode module), "
+    "launched under CUDA-graph capture", lambda k: True if serving_decode(k) else None)
+
 # --- deterministic (batch-invariant) modules -----------------------------------------------
 
 #: a folder or file stem that says the module's kernels must give the same bits every run
