@@ -841,6 +841,28 @@ def test_launch_values_followed_through_the_launching_functions_locals():
     assert not host.literal_argument(ln, "x") and host.assigned_values(ln, "BLOCK_N") == []
 
 
+def test_grid_names_followed_through_the_launching_functions_locals():
+    """`Launch.grid_sources`: what the names a grid reads were assigned before the launch."""
+    src = """
+    @triton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        tl.store(x_ptr + pid * BLOCK + tl.arange(0, BLOCK), 1.0)
+
+
+    def launch(x):
+        rows = x.shape[0]
+        grid_m = min(rows, 8192)
+        k[(grid_m, 4)](x, rows, BLOCK=128)
+        grid = (triton.cdiv(rows, 128),)
+        k[grid](x, rows, BLOCK=128)
+    """
+    first, second = host.own_launches(kernel(src))
+    assert first.grid == "(grid_m, 4)"
+    assert first.grid_sources == ["grid_m = min(rows, 8192)", "rows = x.shape[0]"]
+    assert second.grid_sources == ["grid = (triton.cdiv(rows, 128),)", "rows = x.shape[0]"]
+
+
 def test_a_hit_in_a_folded_helper_names_the_helper():
     from skel.skeletons import registry
 

@@ -523,12 +523,12 @@ class _HostVisitor(Walker):
         out: list[str] = []
         for n in descendants(grid, cst.Name) if not isinstance(grid, cst.Name) else [grid]:
             if n.value in self._assign_log:
-                out += [t if t.startswith(f"{n.value} = ") else f"{n.value} = {t}" for t in self._sources(n.value)]
+                out += [t for t in self._sources(n.value, named=True) if t not in out]
         return out
 
-    def _sources(self, first: str) -> list[str]:
-        """The values assigned to ``first`` (bare, each with the `if` tests around it), then
-        those of the names they read (`name = value`), a few levels deep."""
+    def _sources(self, first: str, named: bool = False) -> list[str]:
+        """The values assigned to ``first`` (bare unless ``named``, each with the `if` tests
+        around it), then those of the names they read (`name = value`), a few levels deep."""
         texts: list[str] = []
         todo, seen = [first], set[str]()
         while todo and len(seen) < _SOURCE_NAMES:
@@ -541,7 +541,7 @@ class _HostVisitor(Walker):
                 cond = "; ".join(self._code(t, 120) for t in tests)
                 text = f"{text} [if {cond}]" if cond else text
                 # the parameter's own values bare, those of names they read as `name = value`
-                texts.append(text if name == first else f"{name} = {text}")
+                texts.append(text if name == first and not named else f"{name} = {text}")
                 todo.extend(n.value for n in descendants(value, cst.Name) if n.value in self._assign_log)
                 for t in tests:
                     todo.extend(n.value for n in descendants(t, cst.Name) if n.value in self._assign_log)
