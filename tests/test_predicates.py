@@ -1056,6 +1056,28 @@ def test_a_commented_out_decorator_rules_its_technique_out():
     assert registry.get("num-stages-pipelining").ruled_out_code == ()  # only where it is set
 
 
+def test_a_decision_at_the_end_of_a_long_module_comment_rules_a_technique_out():
+    """sglang's LoRA kernels open with a page of comment (a table of shapes) that ends
+    "Kernels aren't autotuned -- the decode-shape workload is too small to benefit": the
+    whole block is read (it was cut at 400 characters), and a decision stated as a fact
+    ("aren't", "never") counts as ruling the technique out."""
+    from skel.kernels.comments import notes_of
+    from skel.skeletons import registry
+
+    table = "".join(f"#   step_{i}   K (~{64 * i})   N (~16-32)\n" for i in range(1, 20))
+    header = "# Shapes of the four kernels:\n" + table + (
+        "# Kernels aren't autotuned -- the decode-shape workload is too small to benefit.\n")
+    (note,) = notes_of(header)
+    assert len(note.text) > 400 and note.text.endswith("too small to benefit.")
+    k = kernel(TABLE_LAUNCHED)
+    k.notes = [{"line": 1, "text": note.text}]
+    line, quote = registry.get("autotune-configs").ruled_out(k)
+    assert line == 1 and quote.endswith("Kernels aren't autotuned -- the decode-shape workload is too small "
+                                        "to benefit.")
+    k.notes = [{"line": 1, "text": "Tile sizes were autotuned on an H100."}]
+    assert registry.get("autotune-configs").ruled_out(k) is None
+
+
 def test_notes_come_from_the_kernel_its_helpers_its_launcher_and_its_module():
     k = kernel('''
         """Module docstring: TMA is slower for these shapes."""

@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_MAX_TEXT = 400
+# characters kept of one note: a module's header comment can run to a page, and the line that
+# rules a technique out is often its last ("Kernels aren't autotuned -- the decode-shape
+# workload is too small", after a table of shapes in sglang's LoRA kernels)
+_MAX_TEXT = 2000
 _DOC_START = re.compile(r"""^[rRuUbBfF]{0,2}("""+'"""'+r"""|''')""")
 
 

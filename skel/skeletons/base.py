@@ -373,7 +373,9 @@ class Skeleton:
 NEGATIVE = re.compile(
     r"miscompil\w*|\bslower\b|\bwrong\b|\bhang(s|ing)?\b|\bbreak(s|ing)?\b|\bbroken\b|\bavoid\w*|"
     r"\bdon'?t\b|\bdo not\b|\bnot supported\b|\bunsupported\b|\bdisabl\w*|\bbug(s|gy)?\b|\bincorrect\w*|"
-    r"less accurate|\binaccura\w*|\bcrash\w*|\bregress\w*|\bno (speed ?up|benefit|gain)\b", re.I)
+    r"less accurate|\binaccura\w*|\bcrash\w*|\bregress\w*|\bno (speed ?up|benefit|gain)\b|"
+    # a decision stated as a fact: "kernels aren't autotuned", "never pipelined here"
+    r"\b(?:is|are|was|were)n'?t\b|\bnever\b|\btoo small to benefit\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 #: id words too generic to name a technique on their own in a pair
 _FILLER = {"and", "of", "per", "the"}
