@@ -24,6 +24,8 @@ address arithmetic competes with the loads and MMAs for issue slots.
 - the step between iterations is a constant stride (a plain strided walk, no gather).
 
 ## Does not apply when
+- the only tile loops run over a LoRA rank (one to four iterations): the address grid is
+  rebuilt a few times per program, nothing worth stepping;
 - the address goes through an index loaded from memory (paged KV caches, MoE token
   lists): the step is not constant;
 - `tl.static_range` loops: fully unrolled, the addresses fold to constants;
@@ -53,7 +55,7 @@ from __future__ import annotations
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.kernels.flow import binary, broadcast_axes, flow_of, has_call, name_of, names_in, operands
 from skel.skeletons.predicates.addresses import gathered_address, is_block_ptr_address
-from skel.skeletons.predicates.loops import at_most_one_trip, runtime_trip_count
+from skel.skeletons.predicates.loops import RANK_LOOPS, at_most_one_trip, runtime_trip_count
 from skel.skeletons.conditions import custom
 
 _LOOPS = ("range", "tl.range")
@@ -124,7 +126,7 @@ SKELETON = Skeleton(
     category=Category.MEMORY,
     doc=__doc__,
     present=POINTER_ADVANCED_IN_LOOP,
-    preconditions=[TILE_ADDRESS_RECOMPUTED],
+    preconditions=[TILE_ADDRESS_RECOMPUTED, ~RANK_LOOPS],
     env=Env(),
     helps=("latency",),
 )

@@ -31,6 +31,8 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - no `num_stages` is set anywhere (configs, launch, or loop).
 
 ## Does not apply when
+- the only streaming loops run over a LoRA rank (`range(0, tl.cdiv(K, BLOCK_K))` after
+  `K = tl.minimum(K, rank)`): one to four iterations, nothing for a pipeline to overlap;
 - the launch config comes from a tuned table: `kernel[grid](..., **config)` with the dict
   from a lookup (`get_config(M, E)`, `try_get_optimal_moe_config(...)`), a JSON file the
   module loads, or a table-format literal (`BLOCK_SIZE_*` keys, or both `num_warps` and
@@ -71,7 +73,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom, launched_with, loop, soft
 from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr, tile_load_2d
 from skel.skeletons.predicates.autotune import autotune_config_keys
-from skel.skeletons.predicates.loops import at_most_one_trip, runtime_trip_count
+from skel.skeletons.predicates.loops import RANK_LOOPS, at_most_one_trip, runtime_trip_count
 
 _LOOPS = ("range", "tl.range")
 #: Tensor-descriptor loads: `desc.load([...])` and the experimental free function.
@@ -284,7 +286,7 @@ SKELETON = Skeleton(
     # a loop streaming 1-D tiles into computation can be pipelined too (`tl.range(...,
     # num_stages=)`); 2-D tiles over a runtime length or a `tl.dot` are where it pays most,
     # so such a loop is a near miss. Scalar-load loops, copies and pointer chasing are not.
-    preconditions=[soft(PIPELINABLE_LOOP, relaxed=TILE_STREAM_LOOP), ~LAUNCH_CONFIG_DICT],
+    preconditions=[soft(PIPELINABLE_LOOP, relaxed=TILE_STREAM_LOOP), ~LAUNCH_CONFIG_DICT, ~RANK_LOOPS],
     env=Env(),
     helps=("memory", "latency"),
 )

@@ -30,6 +30,9 @@ epilogues for the same reason.
 - sm_90+ (wgmma's M = 64 minimum); on sm_80 mma.sync's M = 16 makes the gain small.
 
 ## Does not apply when
+- the K loop runs over a LoRA rank (sglang's LoRA expand/shrink kernels: `K = min(K, rank)`):
+  one to four tiny dots next to the weight loads and the output's read-modify-write, so
+  filling the MMA's M slot changes nothing measurable;
 - M is large (prefill, big batches): the normal orientation already fills the MMA, and the
   transposed store is uncoalesced;
 - the kernel already swaps (`SWAP_AB`, `should_enable_swap_ab`), or is a GEMV without
@@ -53,6 +56,7 @@ from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, uses_name
 from skel.skeletons.predicates.autotune import autotune_text
 from skel.skeletons.predicates.dots import GEMM_LOOP
+from skel.skeletons.predicates.loops import RANK_LOOPS
 
 _M_TILE = r"BLOCK(_SIZE)?_M"
 _SMALL_M_CONFIG = re.compile(r"""['"]""" + _M_TILE + r"""['"]\s*:\s*(1|2|4|8|16)\b""")
@@ -105,7 +109,7 @@ SKELETON = Skeleton(
     category=Category.DECOMPOSITION,
     doc=__doc__,
     present=SWAPPED,
-    preconditions=[GEMM_LOOP, SMALL_M],
+    preconditions=[GEMM_LOOP, SMALL_M, ~RANK_LOOPS],
     env=Env(min_cc=90),
     helps=("compute", "latency"),
 )

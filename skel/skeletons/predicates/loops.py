@@ -9,7 +9,7 @@ import re
 from skel.kernels.flow import (NOT_CONSTANT, Flow, LoopInfo, Node, args_of, binary, broadcast_axes, constant,
                                has_call, is_call, is_comparison, is_not, name_of, operands, positional, receiver,
                                subscript_pair, subscripted, walk)
-from skel.skeletons.conditions import assign_targets
+from skel.skeletons.conditions import assign_targets, custom
 
 
 def loop_carried(k, lp) -> dict[str, object]:
@@ -146,3 +146,40 @@ def at_most_one_trip(fl: Flow, k, loop: LoopInfo) -> bool:
     if not (start == 0 and not isinstance(start, str) and step == 1 and not isinstance(step, str)):
         return False
     return _zero_one(fl, k, stop)
+
+
+# --- loops over a LoRA rank ----------------------------------------------------------------
+
+def _names_a_rank(name: str) -> bool:
+    """A LoRA rank by name (`rank`, `lora_ranks`, `max_rank`); not MLA's `kv_lora_rank`, the
+    latent width (512 in DeepSeek), which is no short loop."""
+    parts = {p for p in name.lower().split("_") if p}
+    return bool(parts & {"rank", "ranks"}) and "kv" not in parts
+
+
+def rank_loops(k) -> list[int]:
+    """Lines of the kernel's tile loops (a `tl.dot` or a load inside) when every one of them
+    runs over a LoRA rank: its bounds read a rank (`range(0, tl.cdiv(K, BLOCK_K))` after
+    `K = tl.minimum(K, rank)`, `rank = tl.load(lora_ranks + w)`). A rank is 8-64, so such a
+    loop runs one to four times: nothing for a pipeline, a descriptor or a stepped pointer
+    to amortise, and MMA work the loads dwarf (sglang's LoRA expand/shrink kernels)."""
+    from skel.kernels.flow import flow_of
+
+    fl = flow_of(k)
+    busy = [c.line for c in k.calls if c.name in ("tl.dot", "tl.load") or c.name.endswith(".load")]
+    tile_loops = [lp for lp in fl.loops if lp.kind != "while" and any(lp.holds(x) for x in busy)]
+    if not tile_loops:
+        return []
+    out = []
+    for lp in tile_loops:
+        if lp.bounds is None or not any(_names_a_rank(n) for n in fl.closure(lp.bounds)[0]):
+            return []
+        out.append(lp.line)
+    return out
+
+
+#: Every tile loop of the kernel runs over a LoRA rank (one to four iterations): the
+#: loop-streaming techniques have nothing to work on.
+RANK_LOOPS = custom(
+    "lora-rank-loops", "tile loops that run over a LoRA rank only (`cdiv(min(K, rank), BLOCK_K)`: one to "
+    "four iterations)", rank_loops)
