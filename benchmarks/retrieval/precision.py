@@ -77,7 +77,7 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
 #: the named draws in the order they were made: each excludes the kernels of those before it,
 #: so any of them can be drawn again identically; a new name excludes all of these
 DRAWS = ("", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11",
-         "fresh12", "fresh13", "fresh14", "fresh15", "fresh16")
+         "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17")
 
 
 def _earlier(name: str) -> list[str]:
