@@ -1920,3 +1920,47 @@ def test_loops_over_a_lora_rank_are_too_short_to_stream(bound, short):
     k = extract_file(src, "mylib/lora.py")[0]
     assert bool(loops.rank_loops(k)) is short and holds(loops.RANK_LOOPS, k) is short
     assert (get("num-stages-pipelining").assess(k, Target()).kind is None) is short
+
+
+_CHOSEN_KERNEL = """
+    @triton.jit
+    def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+        pid = tl.program_id(0)
+        offs_m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = tl.arange(0, BLOCK_N)
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            offs_k = k * BLOCK_K + tl.arange(0, BLOCK_K)
+            a = tl.load(a_ptr + offs_m[:, None] * K + offs_k[None, :], mask=offs_k[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + offs_k[:, None] * N + offs_n[None, :], mask=offs_k[:, None] < K, other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc)
+
+
+    def select_kernel(M, N, config):
+        return mm_kernel
+
+
+    def matmul(a, b, c, M, N, K):
+        configs = get_tuned_configs(N, K)
+        config = configs[min(configs, key=lambda x: abs(x - M))]
+        kernel = select_kernel(M, N, config)
+        kernel[(triton.cdiv(M, config["BLOCK_M"]),)](a, b, c, M, N, K, **config)
+    """
+
+
+def test_a_kernel_launched_through_a_local_chosen_by_a_function_keeps_its_launch():
+    """sglang's block-FP8 GEMM is launched as `kernel[grid](..., **config)` after
+    `kernel = select_w8a8_block_fp8_matmul_kernel(M, N, config)`: the launch is the chosen
+    kernel's, so its tuned-table config is seen and autotuning is not suggested over it."""
+    from skel.skeletons.registry import get
+
+    k = kernel(_CHOSEN_KERNEL, "mm_kernel")
+    (ln,) = k.launches
+    assert ln.kernel == "mm_kernel" and ln.launched_as == "kernel" and ln.star_kwargs == ["config"]
+    assert ln.line > 0 and ln.host_function == "matmul"
+    assert get("autotune-configs").assess(k, Target()).kind is None
+    # without the chooser the launch is nobody's, and the kernel looks hand-launched
+    plain = kernel(_CHOSEN_KERNEL.replace("kernel = select_kernel(M, N, config)", "kernel = make()"), "mm_kernel")
+    assert plain.launches == [] and get("autotune-configs").assess(plain, Target()).kind == "match"

@@ -96,6 +96,10 @@ class Launch:
     # the same for the names the grid reads (`grid = (min(num_tokens, 8192),)`): a capped or
     # SM-sized grid is how a persistent launch shows on the host
     grid_sources: list[str] = field(default_factory=list)
+    # the kernel as written at the launch when it was a local holding a kernel chosen there
+    # (`kernel = select_matmul_kernel(M, N, config)` then `kernel[grid](...)`): `kernel`
+    # names the jit function the chooser returns, `launched_as` the local
+    launched_as: str = ""
     # canonical names of the launching function's calls before and after this launch, in
     # source order (method calls keep their receiver: `y.add_`): what the host does to the
     # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)

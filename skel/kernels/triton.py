@@ -434,6 +434,10 @@ class _HostVisitor(Walker):
         self._host_seq: list[str] = []  # the launching function's calls, in source order
         # top-level host function -> the identifiers its body reads (for `Launch.helper_names`)
         self.function_names: dict[str, set[str]] = {}
+        # top-level host function -> the names it returns (`return _w8a8_block_fp8_matmul`)
+        self.function_returns: dict[str, set[str]] = {}
+        # id(launch) -> the names the launched local may hold (`kernel = pick(...)` -> {"pick()"})
+        self._launch_choices: dict[int, set[str]] = {}
         # id(launch call node) -> [launch, calls seen before it, calls seen once its arguments are done]
         self._launch_nodes: dict[int, list] = {}
 
@@ -559,6 +563,28 @@ class _HostVisitor(Walker):
         if self._top is not None:
             self._host_names.add(node.value)
 
+    def visit_Return(self, node: cst.Return) -> bool:
+        if self._top is not None and isinstance(node.value, cst.Name):
+            self.function_returns.setdefault(self.function, set()).add(node.value.value)
+        return True
+
+    def _choices(self, name: str) -> set[str]:
+        """What a local launched as a kernel may hold: the names assigned to it
+        (`kernel = _fwd_kernel`, either arm of `a if c else b`) and, as `f()`, the functions
+        whose result was assigned (`kernel = select_kernel(M, N, config)`)."""
+        out: set[str] = set()
+        for value, _ in self._assign_log.get(name, []):
+            todo = [value]
+            while todo:
+                v = todo.pop()
+                if isinstance(v, cst.Name):
+                    out.add(v.value)
+                elif isinstance(v, cst.IfExp):
+                    todo += [v.body, v.orelse]
+                elif isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
+                    out.add(v.func.value + "()")
+        return out
+
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
         if isinstance(func, cst.Subscript):
@@ -578,6 +604,8 @@ class _HostVisitor(Walker):
                 )
                 launch.star_sources = [self._star_source(a.value) for a in node.args if a.star == "**"]
                 if self._top is not None:
+                    if "." not in kernel and kernel in self._assign_log:
+                        self._launch_choices[id(launch)] = self._choices(kernel)
                     launch.kwarg_sources = self._kwarg_sources(node)
                     launch.grid_sources = self._grid_sources(dims[0] if grid_node is not None
                                                              else cst.Tuple([cst.Element(d) for d in dims]))
@@ -827,6 +855,25 @@ class _ModuleScan:
                 self.walk(stmt.body.body, rocm)
 
 
+def _resolve_chosen(host: _HostVisitor, kernel_names: set[str]) -> list[Launch]:
+    """Launches of a local that holds a kernel chosen in the launching function become
+    launches of each jit function of the file it can hold: `kernel = select_kernel(M, N,
+    config)` then `kernel[grid](..., **config)` launches what `select_kernel` returns
+    (sglang's block-FP8 GEMM), so the kernel keeps its tuned-table launch."""
+    out: list[Launch] = []
+    for ln in host.launches:
+        choices = host._launch_choices.get(id(ln))
+        if ln.kernel in kernel_names or not choices:
+            out.append(ln)
+            continue
+        held = {c for c in choices if not c.endswith("()")}
+        for c in choices - held:
+            held |= host.function_returns.get(c[:-2], set())
+        chosen = sorted(held & kernel_names)
+        out += [replace(ln, kernel=name, launched_as=ln.kernel) for name in chosen] or [ln]
+    return out
+
+
 def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     scan = _ModuleScan()
     scan.walk(module.body)
@@ -847,6 +894,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     for ln in host.launches:
         queue = launch_lines.get(ln.kernel)
         ln.line = queue.pop(0) if queue else 0
+    host.launches = _resolve_chosen(host, {f.name.value for f in kernels})
 
     out: list[KernelFacts] = []
     search_from = 0
