@@ -38,7 +38,7 @@ on wide rows on Blackwell.
   reductions);
 - rows are narrow (hundreds of columns): the block is already small; process several
   rows per program instead (`multi-row-per-program`). A row whose block is named for, or
-  launched from, a head dim, a quantisation group or a top-k list (`BLOCK_HD`,
+  launched from, a head dim, a quantisation group or a top-k list (`HEAD_DIM`,
   `N = group_size`, `k = topk_ids.shape[1]`), or a literal of at most 256, is narrow;
 - the kernel already reads a second grid axis for the columns, or loops over column
   blocks inside the program;

@@ -33,7 +33,7 @@ The gain shrinks as rows widen, until the kernel is memory-bound.
   wide rows spills registers); at thousands of columns the kernel is memory-bound. In a
   serving engine's module (sglang, vLLM...) a row kernel's row is the model's hidden size
   unless its block is named for, or launched from, a head dim, a quantisation group or a
-  top-k list (`BLOCK_HD`, `N = group_size`, a literal of at most 256), so the skeleton
+  top-k list (`HEAD_DIM`, `N = group_size`, a literal of at most 256), so the skeleton
   needs that there;
 - a serving engine's per-step bookkeeping (a module under `sample/`, `spec_decode/`,
   `worker/`...): one row per request, a wave or two of programs, nothing to amortise;

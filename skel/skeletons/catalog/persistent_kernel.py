@@ -31,7 +31,7 @@ hides the per-program overhead.
 - rows are wide (thousands of columns or a column loop): the kernel is memory-bound and
   persistence buys little. In a serving engine's module (sglang, vLLM...) a row kernel's
   row is the model's hidden size unless its block is named for, or launched from, a head
-  dim, a quantisation group or a top-k list (`BLOCK_HD`, `N = group_size`, a literal of at
+  dim, a quantisation group or a top-k list (`HEAD_DIM`, `N = group_size`, a literal of at
   most 256), so the skeleton needs that there;
 - there are few rows (fewer than a few waves of programs): launch overhead is small;
   a serving engine's per-step bookkeeping (a module under `sample/`, `spec_decode/`,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from skel.skeletons.conditions import IDENT, calls, custom, rx
+from skel.skeletons.predicates.host import own_launches
 from skel.skeletons.predicates.programs import pid_names
 from skel.skeletons.predicates.tiles import BROADCAST_2D
 from skel.skeletons.predicates.workload import SERVING_ENGINE
@@ -109,12 +110,11 @@ def _short_values(texts: list[str]) -> bool:
 
 def _short_row(k) -> list[int]:
     """Lines saying the row is short: the row block (`tl.arange(0, BLOCK)`) is named for a
-    head dim, a quantisation group or a top-k/expert list (`BLOCK_HD`, `N_EXPTS_PAD`), or a
+    head dim, a quantisation group or a top-k/expert list (`HEAD_DIM`, `N_EXPTS_PAD`), or a
     launch passes it a value read from one (`BLOCK = next_power_of_2(N)` after
     `N = group_size`) or a literal of at most 256. A value multiplying such a size
-    (`num_heads * head_dim`) is not short."""
-    from skel.skeletons.predicates.host import own_launches
-
+    (`num_heads * head_dim`) is not short, nor is `BLOCK_HD` by its name alone: sglang's
+    `hd = num_heads * head_dim` is every head of a token."""
     aranges = [(c.line, m.group(1)) for c in k.calls_named("tl.arange")
                for m in [_ARANGE_BLOCK.search(f"tl.arange({', '.join(c.args)})")] if m]
     blocks = {b for _, b in aranges}
@@ -131,7 +131,7 @@ def _short_row(k) -> list[int]:
 SHORT_ROW = custom(
     "short-row",
     "a short row: its block is named for, or launched from, a head dim, a quantisation group or a "
-    "top-k/expert list (`BLOCK_HD`, `N = group_size`), or a literal of at most 256 columns",
+    "top-k/expert list (`HEAD_DIM`, `N = group_size`), or a literal of at most 256 columns",
     _short_row)
 
 #: ``SHORT_ROW`` where it decides: in a serving engine's module. There a row kernel's row is
