@@ -47,15 +47,18 @@ def _dropped_lines(r: KernelResult) -> list[str]:
             for d in r.dropped]
 
 
+def _why_not_facts(e: dict) -> list[tuple[str, str]]:
+    """One `--why-not` entry's conditions on the kernel, labelled, in the order shown."""
+    return ([("already uses it", h) for h in e["present"]] + [("holds", h) for h in e["holds"]]
+            + [("fails", f) for f in e["fails"]] + [("environment", n) for n in e["environment"]])
+
+
 def _why_not_lines(r: KernelResult) -> list[str]:
     """`--why-not ID`: each skeleton's verdict, then its conditions on this kernel."""
     out = []
     for e in r.why_not:
         out.append(f"  why not {e['id']}: {e['verdict']}")
-        out.extend(f"    already uses it: {h}" for h in e["present"])
-        out.extend(f"    holds: {h}" for h in e["holds"])
-        out.extend(f"    fails: {f}" for f in e["fails"])
-        out.extend(f"    environment: {n}" for n in e["environment"])
+        out.extend(f"    {label}: {text}" for label, text in _why_not_facts(e))
     return out
 
 
@@ -65,10 +68,7 @@ def _why_not_markdown(r: KernelResult) -> list[str]:
     out = []
     for e in r.why_not:
         out.append(f"**Why not `{e['id']}`**: {e['verdict']}")
-        out.extend(f"- already uses it: {h}" for h in e["present"])
-        out.extend(f"- holds: {h}" for h in e["holds"])
-        out.extend(f"- fails: {f}" for f in e["fails"])
-        out.extend(f"- environment: {n}" for n in e["environment"])
+        out.extend(f"- {label}: {text}" for label, text in _why_not_facts(e))
         out.append("")
     return out
 
