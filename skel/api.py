@@ -63,6 +63,8 @@ class SkeletonEvidence:
     examples: list[str]  # up to five of them, as source@version:file:line:function
     status: StatusReport
     history: TechniqueHistory | None = None  # commits that introduced it (skel mine --history)
+    # how often people judged its suggestions right on real kernels (shipped; None if never judged)
+    track_record: dict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         hist = None
@@ -70,7 +72,7 @@ class SkeletonEvidence:
             hist = {"line": self.history.line(), "commits": self.history.commits, "repos": self.history.repos,
                     "latest": [e.to_dict() for e in self.history.events[:5]]}
         return {"kernels": self.kernels, "sources": self.sources, "examples": self.examples,
-                "verification": self.status.to_dict(), "history": hist}
+                "verification": self.status.to_dict(), "history": hist, "track_record": self.track_record}
 
 
 @dataclass
@@ -276,17 +278,20 @@ def show(skeleton_id: str, *, store: str | None = None,
     NotFoundError before any store is opened."""
     from skel.skeletons.registry import get
     from skel.skeletons.status import status_of
+    from skel.store.evidence import track_records
 
     s = get(skeleton_id)
     kb = open_store(store, create=False)
     report = status_of(_runs(kb).get(s.id, []), target or parse_target(None, None, None),
                        triton_bound="triton" in s.languages)
+    record = track_records().get(s.id)
+    checked = record.to_dict() if record is not None else None
     if kb is None:
-        return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report)
+        return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report, track_record=checked)
     technique = kb.stats().of(s.id)
     return s, SkeletonEvidence(kernels=technique.kernels, sources=technique.sources,
                                examples=[r.location for r in kb.using(s.id, limit=5)], status=report,
-                               history=_history_of(kb).get(s.id))
+                               history=_history_of(kb).get(s.id), track_record=checked)
 
 
 def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verification]:

@@ -132,3 +132,23 @@ def test_the_cases_file_meets_the_benchmark_rules():
     # rule 4 reads the benchmark repositories' tags: only where their mirrors are on disk
     have_mirrors = all((repos.MIRRORS / r.replace("/", "+") / "repo" / "HEAD").is_file() for r in s["test_repos"])
     assert not clean.check_cases(cases, clean.references(), clean.CUTOFF, release_rule=have_mirrors)
+
+
+def test_the_ceiling_is_the_best_any_ranking_of_the_catalog_scores():
+    """A label outside the catalog is a miss for every ranking: the ceiling ranks a case's own
+    catalog labels and scores them against all its labels."""
+    metrics = _load("metrics")
+    cases = [{"expected": ["a"], "other": ["other:x"]},  # half of it is reachable
+             {"expected": ["a", "b"], "other": []},       # all of it at 5, half at 1
+             {"expected": [], "other": ["other:y"]}]      # none of it
+    c = metrics.ceiling(cases)
+    assert c["cases"] == 3
+    assert c["R@1"] == pytest.approx((0.5 + 0.5 + 0) / 3)
+    assert c["R@5"] == pytest.approx((0.5 + 1 + 0) / 3)
+    # no ranking beats it: a perfect one on the catalog labels scores exactly the ceiling
+    ranked = [(["b", "a", "z"], c_["expected"] + c_["other"]) for c_ in cases]
+    assert metrics.summarise("any", ranked)["R@5"] <= c["R@5"]
+    # the cases file reports it per split, below 1 wherever a split has `other:` labels
+    s = clean.summary(json.loads((BENCH / "cases.json").read_text()))
+    assert set(s["ceiling"]) == {"dev", "excluded", "test"}
+    assert all(0 < r["R@5"] < 1 and r["R@1"] <= r["R@5"] for r in s["ceiling"].values())

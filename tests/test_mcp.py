@@ -14,6 +14,7 @@ import pytest
 
 from conftest import ROOT
 from mcp_client import http_session, stdio_session
+from skel.store.evidence import track_records
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
@@ -116,6 +117,9 @@ def test_stdio_lists_and_calls_every_tool(tree):
             assert sk["id"] == "online-softmax" and sk["before"] and sk["evidence"]["verification"]["status"]
             assert {run["subject"] for run in sk["runs"]} >= {"example"}
             assert "## Verification runs" in r.content[0].text
+            # how often people judged its suggestions right on real kernels, shipped with skel
+            record = track_records()["online-softmax"]
+            assert sk["evidence"]["track_record"] == record.to_dict()
 
             r = await s.call_tool("search", {"query": "online softmax", "k": 5})
             hits = r.structured_content["results"]

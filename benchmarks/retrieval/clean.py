@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import repos  # noqa: E402
+from metrics import ceiling  # noqa: E402
 
 CUTOFF = "2025-07-01"
 CASES = HERE / "cases.json"
@@ -216,7 +217,13 @@ def summary(cases: list[dict]) -> dict:
             "excluded": sum(c["split"] == "excluded" for c in cases),
             "test_repos": sorted({c["repo"] for c in test}),
             "test_ids_in_catalog": sorted(labels & ids), "test_ids_not_in_catalog": sorted(labels - ids),
-            "test_other_only": sum(1 for c in test if not set(c["expected"]) & ids)}
+            "test_other_only": sum(1 for c in test if not set(c["expected"]) & ids),
+            # labels outside the catalog: how many, and how many different techniques they name
+            "test_other_labels": sum(len(c.get("other", [])) for c in test),
+            "test_other_techniques": len({o for c in test for o in c.get("other", [])}),
+            # the best any ranking of the catalog reaches on each split (labels only; no ranking run)
+            "ceiling": {split: ceiling([c for c in cases if c["split"] == split])
+                        for split in ("dev", "excluded", "test")}}
 
 
 def pin_file(refs: list[Reference], shas: dict[int, str]) -> int:
@@ -275,7 +282,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['test']} test / {s['dev']} dev / {s['excluded']} excluded cases; "
               f"test over {len(s['test_repos'])} repositories; "
               f"{len(s['test_ids_in_catalog'])} catalog ids among test labels "
-              f"({s['test_other_only']} test cases label only techniques outside the catalog)")
+              f"({s['test_other_only']} test cases label only techniques outside the catalog; "
+              f"{s['test_other_labels']} test labels name {s['test_other_techniques']} techniques "
+              "it has no skeleton for)")
+        print("ceiling (the best any ranking of the catalog reaches; labels outside it count as misses): "
+              + "; ".join(f"{split} R@1 {r['R@1']:.3f} R@5 {r['R@5']:.3f}" for split, r in s["ceiling"].items()))
         for title, items in (("references", bad_refs), ("cases", bad_cases), ("size", size)):
             for p in items:
                 print(f"  [{title}] {p}")

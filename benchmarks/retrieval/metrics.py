@@ -74,3 +74,13 @@ def summarise(name: str, rankings: list[tuple[list[str], list[str]]]) -> dict:
         row[f"R@{k}"] = sum(recall_at(r, e, k) for r, e in rankings) / n if n else 0.0
     row["MRR"] = sum(reciprocal_rank(r, e) for r, e in rankings) / n if n else 0.0
     return row
+
+
+def ceiling(cases: list[dict]) -> dict:
+    """The best any ranking over the catalog can score on these cases: a ranking that lists a
+    case's catalog labels first (``expected``) and is scored, like every method, against all
+    its labels, the ``other:`` ones (techniques the catalog has no skeleton for) included. A
+    target above it cannot be met by ranking better, only by skeletons for the ``other:``
+    techniques."""
+    return summarise("ceiling", [(c["expected"], c["expected"] + c.get("other", [])) for c in cases])
+

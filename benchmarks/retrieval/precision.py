@@ -6,6 +6,7 @@
     python benchmarks/retrieval/precision.py report --sample fresh2   #   pairs in precision_pairs_fresh2.json
     python benchmarks/retrieval/precision.py report --by status --samples ,fresh2   # verdicts by evidence status
     python benchmarks/retrieval/precision.py rescore --samples ,fresh2   # today's top 5s of spent draws
+    python benchmarks/retrieval/precision.py track-record   # verdicts per skeleton -> skel/data/track_record.json
 
 A sample whose verdicts were read while changing skel is spent: its number says how the
 change did on what it was tuned on. Quote a sample drawn after the change (``--sample``
@@ -46,6 +47,8 @@ PAIRS = HERE / "precision_pairs.json"  # the sampled pairs (committed; no kernel
 # the cache, never committed (it would copy sglang's and vLLM's code into this repository)
 JUDGE_VIEW = repos.DEFAULT_CACHE / "precision_pairs_with_source.json"
 VERDICTS = HERE / "precision.json"
+#: the verdicts counted per skeleton, shipped with skel (``skel.store.evidence.track_records``)
+TRACK_RECORD = ROOT / "skel" / "data" / "track_record.json"
 
 
 def kernels_of(pkg: str, version: str, cache: Path) -> list:
@@ -77,7 +80,7 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
 #: the named draws in the order they were made: each excludes the kernels of those before it,
 #: so any of them can be drawn again identically; a new name excludes all of these
 DRAWS = ("", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11",
-         "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17")
+         "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18")
 
 
 def _earlier(name: str) -> list[str]:
@@ -197,6 +200,32 @@ def report(name: str = "", second: str = "") -> int:
     return 1 if unjudged else 0
 
 
+def track_record(verdicts: list[dict] | None = None) -> dict:
+    """Every hand-checked verdict (all draws) counted per skeleton: what `skel suggest` shows
+    beside a suggestion as its track record. Each verdict is a pair skel suggested when the
+    draw was ranked; the record is of the skeleton's suggestions, not of one ranking."""
+    if verdicts is None:
+        verdicts = json.loads(VERDICTS.read_text())["verdicts"]
+    counts: dict[str, dict[str, int]] = {}
+    for v in verdicts:
+        c = counts.setdefault(v["skeleton"], {"correct": 0, "incorrect": 0, "unclear": 0})
+        c[v["verdict"]] += 1
+    return {"about": "hand-checked verdicts on skel's suggestions, per skeleton "
+                     "(benchmarks/retrieval/precision.json); regenerate, never edit",
+            "command": "python benchmarks/retrieval/precision.py track-record",
+            "packages": [f"{p}=={v}" for p, v in PACKAGES],
+            "kernels": len({v["kernel"] for v in verdicts}), "pairs": len(verdicts),
+            "skeletons": dict(sorted(counts.items()))}
+
+
+def write_track_record() -> int:
+    data = track_record()
+    TRACK_RECORD.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{data['pairs']} verdicts on {data['kernels']} kernels, {len(data['skeletons'])} skeletons "
+          f"-> {TRACK_RECORD.relative_to(ROOT)}")
+    return 0
+
+
 def rescore(cache: Path, names: list[str], dump: str = "") -> int:
     """Rank the kernels of spent draws again with today's skel and score the new top 5s with the
     verdicts already given. Those verdicts were read while changing skel, so this is a tuning
@@ -244,7 +273,8 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", nargs="?", choices=["sample", "report", "rescore"], default="report")
+    ap.add_argument("command", nargs="?", choices=["sample", "report", "rescore", "track-record"],
+                    default="report")
     ap.add_argument("--sample", default="", help="a named draw of kernels (default: the first one)")
     ap.add_argument("--by", choices=["kind", "skeleton", "skeleton-kind", "status"],
                     help="report: verdicts grouped by tier, skeleton or verification status, over the "
@@ -257,6 +287,8 @@ if __name__ == "__main__":
     args = ap.parse_args()
     if args.command == "report" and args.by:
         sys.exit(report_by(args.by, args.samples.split(",")))
+    if args.command == "track-record":
+        sys.exit(write_track_record())
     if args.command == "rescore":
         sys.exit(rescore(repos.DEFAULT_CACHE, args.samples.split(","), args.json))
     sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample, args.second))

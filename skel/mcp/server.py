@@ -97,8 +97,10 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         "near-miss" and "related" are weaker, each saying what it lacks (near misses are
         listed only when nothing else fits; otherwise a note names them). Each suggestion has
         `why` (with your kernel's line numbers), `caveats`, evidence (mined real kernels using
-        it, verification status) and `before`/`after`: a template of the change to adapt.
-        `applies` false means no skeleton fits this kernel: a valid answer, not an error.
+        it, verification status), `track_record` (how often people judged this technique's
+        suggestions right on real sglang/vLLM kernels: weigh it) and `before`/`after`: a
+        template of the change to adapt. `applies` false means no skeleton fits this kernel:
+        a valid answer, not an error.
         To learn why a technique you expected is missing, pass its id in `why_not`.
         Next step: write the changed kernel to a new file and call `verify`."""
         return _answer(tools.suggest, svc, path=path, source=source, language=language, filename=filename,
@@ -113,7 +115,8 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         """Show one skeleton in full: what it does, when it applies and when not, its
         conditions, before/after template, and its evidence: mined kernels using it and
         every verification run (status validated/demonstrated/stale/..., speedups, where
-        measured), including the verdicts `verify` recorded."""
+        measured), including the verdicts `verify` recorded, and its hand-checked
+        `track_record`."""
         return _answer(tools.show, svc, skeleton_id, backend=backend, arch=arch, triton=triton)
 
     @server.tool(annotations=read_only)

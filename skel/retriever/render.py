@@ -41,6 +41,11 @@ def _verified_line(s: Suggestion) -> str:
     return f"{s.status}: {s.verification.line}"
 
 
+def _checked_line(s: Suggestion) -> str:
+    """How often people judged this skeleton's suggestions right on real kernels, or ""."""
+    return s.track_record["line"] if s.track_record else ""
+
+
 def _dropped_lines(r: KernelResult) -> list[str]:
     """Skeletons left out because the authors' notes rule them out, with their words."""
     return [f"  dropped: {d['id']} — ruled out by the authors (line {d['line']}): \"{d['quote']}\""
@@ -128,6 +133,8 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
                 tests = f"  tests: {', '.join(loc.tests)}" if loc.tests else ""
                 out.append(f"       - {loc}{sim}{tests}")
             out.append(f"     verified: {_verified_line(s)}")
+            if s.track_record:
+                out.append(f"     hand-checked: {_checked_line(s)}")
             comps = " ".join(f"{k}={v:.2f}" for k, v in s.components.items())
             out.append(f"     rank: {comps}")
             if show_template:
@@ -178,6 +185,8 @@ def markdown(results: list[KernelResult]) -> str:
             out.append(f"**Evidence**: {_evidence_line(s)}")
             out.extend(f"- `{loc.source}` `{loc.file}:{loc.line}` `{loc.function}`" for loc in s.evidence)
             out.append(f"- verified: {_verified_line(s)}")
+            if s.track_record:
+                out.append(f"- hand-checked: {_checked_line(s)}")
             out.append("")
             out.append("```diff")
             out.append(template_diff(s))

@@ -68,7 +68,7 @@ from skel.errors import NoKernelError, SuggestError
 from skel.retriever.lexical import lexical_scores
 from skel.skeletons.base import BOUNDS, Status, Target, foothold, version_tuple
 from skel.skeletons.status import StatusReport, evidence_score, status_of
-from skel.store.evidence import merge_evidence, shipped_verifications
+from skel.store.evidence import merge_evidence, shipped_verifications, track_records
 from skel.store.knowledge import Stats
 
 if TYPE_CHECKING:
@@ -137,6 +137,9 @@ class Suggestion:
     kind: str = "match"  # match | refine | near-miss | related (see TIERS)
     missing: list[str] = field(default_factory=list)  # conditions a refine / near miss / related lacks
     lexical_score: float = 0.0  # the lexical channel's score, in [0, 1]
+    # how often people judged this skeleton's suggestions right on real serving-engine
+    # kernels (``skel.store.evidence.TrackRecord.to_dict``); None when never hand-checked
+    track_record: dict | None = None
 
     @property
     def label(self) -> str:
@@ -478,8 +481,11 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                                 + ", ".join(s.id for s in same))
     result.suggestions = out[:k]
     by_id = {a.skeleton.id: a.skeleton for a in candidates}
+    records = track_records()
     for s in result.suggestions:  # templates are read from the example files only for what is shown
         s.before, s.after = by_id[s.id].before.strip("\n"), by_id[s.id].after.strip("\n")
+        record = records.get(s.id)
+        s.track_record = record.to_dict() if record is not None else None
     if kb is not None and total:  # locations only for what is shown: they may cost store reads
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)

@@ -88,6 +88,8 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     out += [f"- warning: {w}" for w in ver.get("warnings", [])]
     out += [_run_line(r) for r in ver.get("records", [])] or ["- no run in this environment"]
     out += ["", f"{h}Evidence"]
+    checked = evidence.get("track_record")
+    out += [f"hand-checked: {checked['line']}"] if checked else []
     if evidence.get("kernels") is None:
         out += ["no knowledge base yet (run `skel mine`)", ""]
     else:

@@ -145,3 +145,63 @@ def merge_evidence(*groups: "list[Verification] | tuple[Verification, ...]") -> 
     for rec in by_key.values():
         out.setdefault(rec.skeleton, []).append(rec)
     return out
+
+
+# --- hand-checked track record -----------------------------------------------------------
+#
+# Verification says whether a skeleton's *template* is right and fast. It does not say
+# whether skel was right to *suggest* it for somebody's kernel. That is what the hand-checked
+# precision draws measure: people reading real sglang and vLLM kernels judged every
+# suggestion of skel's top 5s (`benchmarks/retrieval/precision.json`). Their verdicts, counted
+# per skeleton, ship with the package (`precision.py track-record` writes the file) so a
+# reader can weigh a suggestion by how often it held up on kernels skel was not tuned on.
+
+TRACK_RECORD = SHIPPED.parent / "track_record.json"
+
+
+@dataclass(frozen=True)
+class TrackRecord:
+    """How often people judged a skeleton's suggestions right on real kernels (verdicts
+    ``correct`` / ``incorrect``; ``unclear`` ones are counted apart and in neither)."""
+
+    correct: int
+    incorrect: int
+    unclear: int
+    packages: tuple[str, ...]  # where the judged kernels come from ("sglang==0.5.14", ...)
+
+    @property
+    def judged(self) -> int:
+        return self.correct + self.incorrect
+
+    @property
+    def rate(self) -> float | None:
+        return self.correct / self.judged if self.judged else None
+
+    def line(self) -> str:
+        """"judged right in 42 of 147 of its suggestions on sglang==0.5.14, vllm==0.33.0 kernels
+        (29%; every ranking so far)": the verdicts are on what skel suggested when each draw was
+        ranked, so suggestions a later rule stopped making still count."""
+        if not self.judged:
+            return f"{self.unclear} of its suggestion(s) judged, none decided either way"
+        return (f"judged right in {self.correct} of {self.judged} of its suggestions on {', '.join(self.packages)} "
+                f"kernels ({self.rate:.0%}; every ranking so far)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"correct": self.correct, "incorrect": self.incorrect, "unclear": self.unclear,
+                "judged": self.judged, "rate": None if self.rate is None else round(self.rate, 3),
+                "packages": list(self.packages), "line": self.line()}
+
+
+@lru_cache(maxsize=4)
+def track_records(path: Path = TRACK_RECORD) -> dict[str, TrackRecord]:
+    """Each skeleton's hand-checked record (none for a skeleton never judged); empty when the
+    file is not there. A damaged file raises ValueError naming it."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        packages = tuple(data["packages"])
+        return {sid: TrackRecord(int(c["correct"]), int(c["incorrect"]), int(c["unclear"]), packages)
+                for sid, c in data["skeletons"].items()}
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a track record file: {exc!r}") from exc
