@@ -51,6 +51,8 @@ class SkeletonSummary:
     status: str  # computed from verification evidence for the target environment
     verified: str  # what the evidence says, one line
     languages: list[str] = field(default_factory=lambda: ["triton"])  # what the skeleton judges
+    # how often people judged its suggestions right on real kernels (TrackRecord.to_dict; None if never)
+    track_record: dict | None = None
 
 
 @dataclass
@@ -257,17 +259,21 @@ def list_skeletons(category: str | None = None, *, store: str | None = None,
     "memory" or "fusion" is enough."""
     from skel.skeletons.registry import all_skeletons
     from skel.skeletons.status import status_of
+    from skel.store.evidence import track_records
 
     target = target or parse_target(None, None, None)
     runs = _runs(open_store(store, create=False))
+    records = track_records()
     out = []
     for s in all_skeletons():
         if category and category.lower() not in s.category.value:
             continue
         report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
+        record = records.get(s.id)
         out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
                                    status=report.status.value, verified=report.line,
-                                   languages=list(s.languages)))
+                                   languages=list(s.languages),
+                                   track_record=record.to_dict() if record is not None else None))
     return out
 
 

@@ -616,7 +616,8 @@ def skeletons() -> None:
 @target_options
 def skeletons_list(category, show_drafts, review, as_json, store, backend, arch, triton_version):
     """List every skeleton: id, category, status (computed from verification runs in the
-    target environment), summary. With --drafts: the draft candidates to review."""
+    target environment), its hand-checked track record (how often people judged its
+    suggestions right on real kernels), summary. With --drafts: the draft candidates to review."""
     if show_drafts:
         _list_drafts(review, as_json, store)
         return
@@ -628,9 +629,17 @@ def skeletons_list(category, show_drafts, review, as_json, store, backend, arch,
         return
     from skel.tables import table
 
-    click.echo(table(["id", "lang", "status", "category", "summary"],
-                     [[s.id, "/".join(s.languages), s.status, s.category, s.summary] for s in items],
+    click.echo(table(["id", "lang", "status", "hand-checked", "category", "summary"],
+                     [[s.id, "/".join(s.languages), s.status, _checked_cell(s.track_record), s.category, s.summary]
+                      for s in items],
                      max_width=140))
+    click.echo("hand-checked: its suggestions judged right / judged, on real sglang and vLLM kernels "
+               "(`skel skeletons show ID` says more)")
+
+
+def _checked_cell(record: dict | None) -> str:
+    """"43/152 right" for a skeleton people judged, "-" for one never suggested to them."""
+    return f"{record['correct']}/{record['judged']} right" if record else "-"
 
 
 def _list_drafts(review, as_json, store):

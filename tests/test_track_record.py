@@ -93,3 +93,16 @@ def test_skeletons_show_prints_the_record():
     assert f"hand-checked: {record.line()}" in out.output
     shown = CliRunner().invoke(cli, ["skeletons", "show", "launch-pdl", "--json"])
     assert json.loads(shown.output)["evidence"]["track_record"] == record.to_dict()
+
+
+def test_the_catalog_list_shows_each_record():
+    records = track_records()
+    out = CliRunner().invoke(cli, ["skeletons", "list"])
+    assert out.exit_code == 0, out.output
+    pdl = next(line for line in out.output.splitlines() if line.startswith("launch-pdl "))
+    assert f"{records['launch-pdl'].correct}/{records['launch-pdl'].judged} right" in pdl
+    never = next(s for s in ("gqa-head-packing", "tensor-core-scan", "warp-specialized-mbarrier") if s not in records)
+    assert next(line for line in out.output.splitlines() if line.startswith(never + " ")).split()[3] == "-"
+    listed = json.loads(CliRunner().invoke(cli, ["skeletons", "list", "--json"]).output)
+    assert {d["id"]: d["track_record"] for d in listed if d["track_record"]} == \
+        {sid: r.to_dict() for sid, r in records.items() if sid in {d["id"] for d in listed}}
