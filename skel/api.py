@@ -358,6 +358,7 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
     from skel.miner.sources import commit_url, file_url
     from skel.skeletons.registry import all_skeletons
     from skel.skeletons.status import status_of
+    from skel.store.evidence import track_records
     from skel.store.knowledge import TechniqueStats
 
     target = target or parse_target(None, None, None)
@@ -402,13 +403,15 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
                     picked.append(lst.pop(0))
         uses[t] = [KernelUse(r.source, r.version, r.file, r.line_start, r.function, link(r)) for r in picked]
     out = []
+    checked = track_records()
     for s in all_skeletons():
         report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
         technique = stats.of(s.id) if stats is not None else TechniqueStats()
         ev = SkeletonEvidence(kernels=technique.kernels if kb is not None else None, sources=technique.sources,
                               examples=[f"{u.source}@{u.version}:{u.file}:{u.line}:{u.function}"
                                         for u in uses.get(s.id, [])[:5]],
-                              status=report, history=history.get(s.id))
+                              status=report, history=history.get(s.id),
+                              track_record=checked[s.id].to_dict() if s.id in checked else None)
         out.append((s, ev, sorted(runs.get(s.id, []), key=lambda r: r.date, reverse=True)))
     summaries = [SourceSummary(record=s, kernels=counts[s.name], files=len(files[s.name]),
                                techniques=dict(per_source[s.name].most_common())) for s in sources]

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from conftest import ROOT, run_skel
+from skel.store.evidence import track_records
 
 pytest.importorskip("jinja2", reason="the site extra (jinja2, matplotlib) is not installed")
 
@@ -121,6 +122,9 @@ def test_verification_runs_and_plots_on_a_skeleton_page(small_site):
     assert "Triton 3.6.0" in triton_plot and "Triton 3.7.1" in triton_plot
     never = (out / "skeletons" / "tma-store-epilogue.html").read_text()
     assert "Never run." in never and "plots/tma-store-epilogue" not in never
+    # how often people judged its suggestions right on real kernels, or that they never saw it
+    assert track_records()["online-softmax"].line() in page
+    assert "never suggested on the hand-checked" in never
 
 
 def test_source_page_counts_its_techniques(small_site):
