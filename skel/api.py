@@ -259,21 +259,19 @@ def list_skeletons(category: str | None = None, *, store: str | None = None,
     "memory" or "fusion" is enough."""
     from skel.skeletons.registry import all_skeletons
     from skel.skeletons.status import status_of
-    from skel.store.evidence import track_records
+    from skel.store.evidence import track_record_of
 
     target = target or parse_target(None, None, None)
     runs = _runs(open_store(store, create=False))
-    records = track_records()
     out = []
     for s in all_skeletons():
         if category and category.lower() not in s.category.value:
             continue
         report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
-        record = records.get(s.id)
         out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
                                    status=report.status.value, verified=report.line,
                                    languages=list(s.languages),
-                                   track_record=record.to_dict() if record is not None else None))
+                                   track_record=track_record_of(s.id)))
     return out
 
 
@@ -284,14 +282,13 @@ def show(skeleton_id: str, *, store: str | None = None,
     NotFoundError before any store is opened."""
     from skel.skeletons.registry import get
     from skel.skeletons.status import status_of
-    from skel.store.evidence import track_records
+    from skel.store.evidence import track_record_of
 
     s = get(skeleton_id)
     kb = open_store(store, create=False)
     report = status_of(_runs(kb).get(s.id, []), target or parse_target(None, None, None),
                        triton_bound="triton" in s.languages)
-    record = track_records().get(s.id)
-    checked = record.to_dict() if record is not None else None
+    checked = track_record_of(s.id)
     if kb is None:
         return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report, track_record=checked)
     technique = kb.stats().of(s.id)
@@ -358,7 +355,7 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
     from skel.miner.sources import commit_url, file_url
     from skel.skeletons.registry import all_skeletons
     from skel.skeletons.status import status_of
-    from skel.store.evidence import track_records
+    from skel.store.evidence import track_record_of
     from skel.store.knowledge import TechniqueStats
 
     target = target or parse_target(None, None, None)
@@ -403,7 +400,6 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
                     picked.append(lst.pop(0))
         uses[t] = [KernelUse(r.source, r.version, r.file, r.line_start, r.function, link(r)) for r in picked]
     out = []
-    checked = track_records()
     for s in all_skeletons():
         report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
         technique = stats.of(s.id) if stats is not None else TechniqueStats()
@@ -411,7 +407,7 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
                               examples=[f"{u.source}@{u.version}:{u.file}:{u.line}:{u.function}"
                                         for u in uses.get(s.id, [])[:5]],
                               status=report, history=history.get(s.id),
-                              track_record=checked[s.id].to_dict() if s.id in checked else None)
+                              track_record=track_record_of(s.id))
         out.append((s, ev, sorted(runs.get(s.id, []), key=lambda r: r.date, reverse=True)))
     summaries = [SourceSummary(record=s, kernels=counts[s.name], files=len(files[s.name]),
                                techniques=dict(per_source[s.name].most_common())) for s in sources]

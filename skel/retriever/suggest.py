@@ -68,7 +68,7 @@ from skel.errors import NoKernelError, SuggestError
 from skel.retriever.lexical import lexical_scores
 from skel.skeletons.base import BOUNDS, Status, Target, foothold, version_tuple
 from skel.skeletons.status import StatusReport, evidence_score, status_of
-from skel.store.evidence import merge_evidence, shipped_verifications, track_records
+from skel.store.evidence import merge_evidence, shipped_verifications, track_record_of
 from skel.store.knowledge import Stats
 
 if TYPE_CHECKING:
@@ -481,11 +481,9 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                                 + ", ".join(s.id for s in same))
     result.suggestions = out[:k]
     by_id = {a.skeleton.id: a.skeleton for a in candidates}
-    records = track_records()
     for s in result.suggestions:  # templates are read from the example files only for what is shown
         s.before, s.after = by_id[s.id].before.strip("\n"), by_id[s.id].after.strip("\n")
-        record = records.get(s.id)
-        s.track_record = record.to_dict() if record is not None else None
+        s.track_record = track_record_of(s.id)
     if kb is not None and total:  # locations only for what is shown: they may cost store reads
         for s in result.suggestions:
             s.evidence = _locations(users_by_id[s.id], kb, s.id)

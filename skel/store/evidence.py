@@ -205,3 +205,10 @@ def track_records(path: Path = TRACK_RECORD) -> dict[str, TrackRecord]:
                 for sid, c in data["skeletons"].items()}
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"{path}: not a track record file: {exc!r}") from exc
+
+
+def track_record_of(skeleton_id: str) -> dict[str, Any] | None:
+    """A skeleton's shipped record as the answers carry it (``TrackRecord.to_dict``), or None
+    when people never judged one of its suggestions."""
+    record = track_records().get(skeleton_id)
+    return record.to_dict() if record is not None else None
