@@ -6,19 +6,25 @@ skeleton shows) lives here once. Nothing here prints, exits or knows about click
 expected failure is a ``skel.errors.SkelError`` whose message is written for the user.
 
 Module-level imports are the standard library and ``skel.errors`` only: the command line
-imports this module for every command, ``skel --help`` included, and must stay instant. The
-store, catalog, miner and retriever are imported inside the functions that use them.
+imports this module for every command, ``skel --help`` included, and must stay instant
+(about 30 ms for all of ``skel.cli``). The store, catalog, miner and retriever are imported
+inside the functions that use them: each costs 20-50 ms to import (skel.retriever.suggest
+51 ms, skel.miner.mine 40 ms, skel.store.knowledge 29 ms, skel.skeletons.registry 23 ms;
+tests/test_imports.py holds this module to it).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import time
+from collections import Counter, defaultdict
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 
-from skel.errors import InputError, StoreError, UsageError
+from skel.errors import InputError, NotFoundError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from skel.miner.history import HistoryReport
@@ -114,6 +120,7 @@ def open_store(location: str | None, *, create: bool) -> KnowledgeBase | None:
     still answers from the catalog. An explicit location that *is* the default one (the
     same folder) is treated as the default, so naming it changes nothing.
     """
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.knowledge import KnowledgeBase, default_location, server_address
 
     if create:
@@ -140,6 +147,7 @@ def _missing_store(location: str, *, explicit: bool = True) -> Exception:
 def store_info(location: str | None = None) -> StoreInfo:
     """What the store holds. Unlike suggest and show this needs a store, so a missing
     default store is an error here (the same one an explicit missing location gives)."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.knowledge import SCHEMA_VERSION, default_location
 
     kb = open_store(location, create=False)
@@ -155,6 +163,7 @@ def parse_target(backend: str | None, arch: str | None, triton: str | None) -> T
     """The environment suggestions are for. ``arch`` is spelled sm80, sm_90, SM100a or 90;
     ``triton`` defaults to the installed Triton (None when there is none). What is not
     given stays unknown: it turns into caveats, never into hidden suggestions."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.skeletons.base import Target
 
     cc = None
@@ -173,7 +182,7 @@ def parse_target(backend: str | None, arch: str | None, triton: str | None) -> T
 
 
 def _installed_triton() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # 12 ms to import: not for `skel --help`
 
     try:
         return version("triton")
@@ -189,6 +198,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
     kernel sets that kernel's bound (``bound``, when given, wins); see skel/retriever/profile.py.
     ``why_not``: skeleton ids each result explains, listed or not (``KernelResult.why_not``)."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.retriever.suggest import suggest as rank
     from skel.skeletons.registry import get
 
@@ -196,6 +206,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
         get(sid)
     prof = None
     if profile is not None:
+        # deferred: not for `skel --help` (see the module docstring)
         from skel.retriever.profile import read_profile
 
         prof = read_profile(profile)  # read before the store opens: a bad file fails fast
@@ -214,6 +225,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
 
 
 def _snapshot_kb() -> type:
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.snapshot import SnapshotKB
 
     return SnapshotKB
@@ -222,6 +234,7 @@ def _snapshot_kb() -> type:
 def _ranking_store(store: str | None) -> Any:
     """What a ranking reads: the store's read snapshot while it is the store (no chromadb
     import: skel/store/snapshot.py), else the store itself, opened as ``open_store`` does."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.knowledge import default_location, server_address
     from skel.store.snapshot import open_fresh
 
@@ -235,6 +248,7 @@ def _ranking_store(store: str | None) -> Any:
 
 def _write_snapshot(kb: KnowledgeBase) -> None:
     """Best effort: a store that cannot take one (read-only, full) is read as before."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.snapshot import write
 
     try:
@@ -247,6 +261,7 @@ def _write_snapshot(kb: KnowledgeBase) -> None:
 
 def _runs(kb: KnowledgeBase | None) -> dict[str, list]:
     """Verification runs by skeleton: the shipped ones, then the store's."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.evidence import merge_evidence, shipped_verifications
 
     return kb.evidence_by_skeleton() if kb is not None else merge_evidence(shipped_verifications())
@@ -257,6 +272,7 @@ def list_skeletons(category: str | None = None, *, store: str | None = None,
     """Every skeleton, by id, with its status for ``target`` (default: the installed
     Triton); ``category`` keeps those whose category contains it (case-insensitive), so
     "memory" or "fusion" is enough."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.skeletons.registry import all_skeletons
     from skel.skeletons.status import status_of
     from skel.store.evidence import track_record_of
@@ -280,6 +296,7 @@ def show(skeleton_id: str, *, store: str | None = None,
     """One skeleton, its mined uses in the store (``kernels`` None when there is no
     store) and its status for ``target`` from the verification runs. An unknown id raises
     NotFoundError before any store is opened."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.skeletons.registry import get
     from skel.skeletons.status import status_of
     from skel.store.evidence import track_record_of
@@ -301,6 +318,7 @@ def verifications(skeleton_id: str, *, store: str | None = None) -> list[Verific
     """Every verification run of a skeleton, shipped and the store's, newest first, CPU
     correctness runs included (a status counts only the runs that speak for its target,
     so `show`'s status alone does not list a `skel verify --device cpu` verdict)."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.skeletons.registry import get
 
     s = get(skeleton_id)
@@ -350,8 +368,7 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
     (``skel site``): one store open and one read of every kernel's metadata, not a query
     per skeleton. ``use_store=False``: the catalog and its shipped evidence only, whatever
     store exists (the README's table must not depend on the machine that made it)."""
-    from collections import Counter, defaultdict
-
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.sources import commit_url, file_url
     from skel.skeletons.registry import all_skeletons
     from skel.skeletons.status import status_of
@@ -416,6 +433,7 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
     found = drafts(store=kb.location) if local and kb is not None else []
     commit_urls: dict[str, str] = {}
     if kb is not None and (events or found):
+        # deferred: not for `skel --help` (see the module docstring)
         from skel.store.history import HistoryStore
 
         # one remote lookup per repository (two git calls), not per commit
@@ -441,6 +459,7 @@ def mine(path: str | None = None, *, package: str | None = None, rev: str | None
     is let through on purpose: the store is consistent at every point and the same call
     resumes where it stopped. A source name the store already holds for other code (two
     folders named ``ops``) is refused (UsageError) unless ``replace`` deletes that one."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.stamps import unchanged_report
     from skel.store.knowledge import default_location
 
@@ -460,6 +479,7 @@ def _writing(location: str, *, wait: float = 0.0) -> AbstractContextManager:
     """The writer lock of an opened local store (skel/store/lock.py): a second writer
     waits up to ``wait`` seconds, then gets a one-line error naming the first. A Chroma
     server orders writes itself."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.lock import WriterLock
 
     if location.startswith(("http://", "https://")):
@@ -476,8 +496,6 @@ def sources(store: str | None = None) -> list[SourceRecord]:
 def remove_source(name: str, *, store: str | None = None) -> tuple[SourceRecord, dict[str, int]]:
     """Delete one mined source (its kernels, file markers and record) from the store;
     returns its record and what was removed ({"kernels": n, "files": m})."""
-    from skel.errors import NotFoundError
-
     kb = open_store(store, create=False)
     record = kb.source(name) if kb is not None else None
     if kb is None or record is None:
@@ -493,6 +511,7 @@ def remove_source(name: str, *, store: str | None = None) -> tuple[SourceRecord,
 def _source(path: str | None, package: str | None, rev: str | None, *, name: str | None,
             version: str | None) -> Source:
     """What to mine, through the miner's one source seam."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.sources import DirectorySource, GitSource, PackageSource
 
     if bool(path) == bool(package):
@@ -513,6 +532,7 @@ def _source(path: str | None, package: str | None, rev: str | None, *, name: str
 def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Progress | None,
                replace: bool = False, exclude: Sequence[str] = ()) -> MineReport:
     """The one call into the miner."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.mine import mine as run
     from skel.store.knowledge import cache_dir
 
@@ -528,6 +548,7 @@ def _run_miner(src: Source, kb: KnowledgeBase, *, jobs: int | None, progress: Pr
 def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
     """The history files of a store (skel/store/history.py). Reading never creates: a
     missing default store is None (nothing mined), a missing explicit one an error."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.history import HistoryStore
     from skel.store.knowledge import default_location, server_address
 
@@ -543,6 +564,7 @@ def _history_store(store: str | None, *, create: bool) -> HistoryStore | None:
 def _history_of(kb: KnowledgeBase | None) -> dict[str, TechniqueHistory]:
     """Commits that introduced each technique, for evidence lines; {} without history (or
     for a remote store, which keeps none)."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.history import HistoryStore
 
     if kb is None or kb.location.startswith(("http://", "https://")):
@@ -557,6 +579,7 @@ def mine_history(repo: str, *, rev: str | None = None, since: str | None = None,
     run's) and record the techniques each introduced, removed or refined, and drafts for
     optimisation-looking changes no skeleton explains. Interrupting is safe: at most the
     current batch of commits is read again next time."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.history import mine_history as run
     from skel.store.knowledge import cache_dir
 
@@ -576,6 +599,7 @@ def mine_history(repo: str, *, rev: str | None = None, since: str | None = None,
 def history_events(*, store: str | None = None, repo: str | None = None, technique: str | None = None,
                    kind: str | None = None) -> list[HistoryEvent]:
     """Events recorded by history mining, latest first, optionally filtered."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.history import KINDS
 
     if kind is not None and kind not in KINDS:
@@ -589,6 +613,7 @@ def history_events(*, store: str | None = None, repo: str | None = None, techniq
 def drafts(*, store: str | None = None, repo: str | None = None, review: str | None = None) -> list[Draft]:
     """Draft candidates (changes that look like optimisations no skeleton explains),
     latest first; ``review`` keeps pending, accepted or rejected ones."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.store.history import REVIEWS
 
     if review is not None and review not in REVIEWS:
@@ -601,8 +626,6 @@ def drafts(*, store: str | None = None, repo: str | None = None, review: str | N
 def review_draft(draft_id: str, decision: str, note: str = "", *, store: str | None = None) -> Draft:
     """Record a person's review of a draft: "accepted" (listed as a skeleton to write; no
     code is generated) or "rejected"."""
-    import time
-
     hs = _history_store(store, create=False)
     if hs is None:
         raise InputError("no history mined yet (run `skel mine --history REPO`)")
@@ -612,6 +635,7 @@ def review_draft(draft_id: str, decision: str, note: str = "", *, store: str | N
 def export_event(event_id: str, out_dir: str | Path, *, store: str | None = None) -> Path:
     """Write a history event's before/after kernels as a harness file to complete
     (skel/miner/export.py); returns its path."""
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.export import export
     from skel.store.history import HistoryEvent
 
@@ -640,12 +664,11 @@ def verify(original: str | Path | None = None, candidate: str | Path | None = No
     applied? → same results → tests → faster? (GPU). ``device`` defaults to cuda when torch
     sees a GPU, else cpu (Triton's interpreter, no timing). ``record`` writes the resulting
     Verification to the store (created if needed)."""
-    import os
-
     if example:
         if original or candidate:
             raise UsageError("give either ORIGINAL CANDIDATE or --example ID, not both")
-        from skel.skeletons.examples import example_path
+        # deferred: not for `skel --help` (see the module docstring)
+        from skel.skeletons.pairs import example_path
         from skel.skeletons.registry import get
 
         get(example)  # NotFoundError for an unknown id
@@ -657,7 +680,7 @@ def verify(original: str | Path | None = None, candidate: str | Path | None = No
     elif not original or not candidate:
         raise UsageError("give ORIGINAL and CANDIDATE (or --example ID)")
     if device is None:
-        import torch
+        import torch  # torch: 0.8 s to import; only to pick the device when none is given
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
@@ -666,6 +689,7 @@ def verify(original: str | Path | None = None, candidate: str | Path | None = No
         os.environ["TRITON_INTERPRET"] = "1"  # before the files under test import triton
     elif os.environ.get("TRITON_INTERPRET") == "1":
         raise UsageError("--device cuda with TRITON_INTERPRET=1 set: unset it to run on the GPU")
+    # deferred: not for `skel --help` (see the module docstring)
     from skel.verifier.run import Request
     from skel.verifier.run import verify as run_verify
 

@@ -8,13 +8,15 @@ that need it, so `skel --help` stays instant (a test proves it).
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from skel import api
-from skel.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO_SUGGESTION, EXIT_OK, SkelError
+from skel.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO_SUGGESTION, EXIT_OK, NoKernelError, SkelError, UsageError
 
 STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chroma server "
               "(`chroma run --path DIR --port N`). Default: $SKEL_HOME/store, else ~/.local/share/skel/store. "
@@ -98,8 +100,7 @@ def _usage_line(exc: click.UsageError):
 def _stdout_closed() -> bool:
     """Is standard output a pipe whose reader has gone? (A broken pipe to a child process
     is a different failure, reported as such.) poll(2) flags the write end POLLERR."""
-    import select
-
+    import select  # not loaded by `skel --help`, which must not get slower: only a broken pipe asks
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)
@@ -112,8 +113,6 @@ def _closed_pipe():
     """The reader of standard output went away: nothing more can be said there, and saying
     it on stderr would only be noise. Point stdout at /dev/null so the final flush at
     exit cannot fail again, and leave with 141."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -123,7 +122,7 @@ def _closed_pipe():
 
 
 def _print_traceback() -> None:
-    import traceback
+    import traceback  # 1 ms to import, on every command's start-up: only --debug prints one
 
     traceback.print_exc(file=sys.stderr)
 
@@ -218,7 +217,7 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     if report.replaced:
         r = report.replaced
@@ -291,7 +290,7 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     for note in report.notes:
         click.echo(f"note: {note}")
@@ -356,7 +355,7 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     catalog still answers, without locations. KERNEL_FILE `-` reads the kernel from
     standard input (editor integrations; see --stdin-name).
     """
-    from skel.retriever import render
+    from skel.retriever import render  # the ranking stage: 50 ms to import; `skel --help` must not pay it
 
     target = api.parse_target(backend, arch, triton_version)
     if kernel_file == "-":
@@ -392,7 +391,7 @@ def hook(files, strict, top, backend, arch, triton_version, store):
     whatever is suggested. Files without a kernel, or not .py/C++/CUDA, are skipped; a
     file that cannot be analysed (does not parse, unreadable) is reported, and fails the
     run with --strict."""
-    from skel.errors import NoKernelError
+    # the ranking stage and the analysis layer: 50 ms to import; `skel --help` must not pay it
     from skel.kernels.extract import SUFFIXES
     from skel.retriever import render
 
@@ -417,10 +416,7 @@ def _suggest_stdin(name: str, **options):
     """Suggestions for the kernel on standard input, as if it were the file ``name``: the
     analysis reads files, so the text goes to a private temporary file of that name, and
     results and errors are told with ``name``, never the temporary path."""
-    import tempfile
-    from pathlib import Path
-
-    from skel.errors import UsageError
+    import tempfile  # 3 ms to import, on every command's start-up: only standard input needs it
 
     base = Path(name).name
     if not base or base in (".", ".."):
@@ -517,10 +513,10 @@ def verify(original, candidate, example, kernel, skeleton, harness, tests, devic
       7  the project's tests fail with the candidate
       8  the candidate does not compile or run
     """
-    from skel.verifier import report
+    from skel.verifier import report  # stages and adapters load with their command (`skel --help` stays 30 ms)
 
     if report_dir:  # a folder it cannot write is said before a run that may take minutes
-        from skel.site import prepare, require
+        from skel.site import prepare, require  # the site adapter loads with its option
 
         require()
         prepare(report_dir)
@@ -535,7 +531,7 @@ def verify(original, candidate, example, kernel, skeleton, harness, tests, devic
     else:
         click.echo(report.text(result, verbose=verbose), nl=False)
     if report_dir:
-        from skel.site.report import write_report
+        from skel.site.report import write_report  # after require(): it needs the site extra
 
         click.echo(f"report: {write_report(result, report_dir)}", err=True)
     sys.exit(result.exit_code)
@@ -574,7 +570,7 @@ def site(out, store, backend, arch, triton_version, catalog_only, as_json, no_pr
       skel site ./site && xdg-open site/index.html
       skel site ./site --arch sm90 --backend cuda --triton 3.6.0
     """
-    from skel.site import build, require
+    from skel.site import build, require  # the site adapter loads with its command
 
     require()
     if catalog_only and store:
@@ -623,11 +619,9 @@ def skeletons_list(category, show_drafts, review, as_json, store, backend, arch,
         return
     items = api.list_skeletons(category, store=store, target=api.parse_target(backend, arch, triton_version))
     if as_json:
-        from dataclasses import asdict
-
         click.echo(__import__("json").dumps([asdict(s) for s in items], indent=2))
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     click.echo(table(["id", "lang", "status", "hand-checked", "category", "summary"],
                      [[s.id, "/".join(s.languages), s.status, _checked_cell(s.track_record), s.category, s.summary]
@@ -650,7 +644,7 @@ def _list_drafts(review, as_json, store):
     if not found:
         click.echo("no draft candidates (mine a repository's history: `skel mine --history REPO`)")
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     click.echo(f"{len(found)} draft candidate(s): changes that look like optimisations no skeleton explains. "
                "Drafts are never suggested; review each with `skel skeletons draft accept|reject ID`.")
@@ -692,7 +686,7 @@ skeletons_draft.command("reject")(_review("rejected"))
 def skeletons_show(skeleton_id, fmt, as_json, store, backend, arch, triton_version):
     """Show one skeleton: documentation, conditions, template, and its evidence in the
     knowledge base (mined kernels using it, verification results) when there is one."""
-    from skel.skeletons.docs import render_skeleton
+    from skel.skeletons.docs import render_skeleton  # the catalog: 22 ms to import; loads with its command
 
     s, evidence = api.show(skeleton_id, store=store, target=api.parse_target(backend, arch, triton_version))
     click.echo(render_skeleton(s, "json" if as_json else fmt, evidence.to_dict()), nl=False)
@@ -720,7 +714,7 @@ def history_list(repo, technique, kind, as_json, store):
     if not events:
         click.echo("no history events (run `skel mine --history REPO`)")
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     rows = [[e.id, e.date[:10], f"{e.repo}@{e.short}", e.kind, e.technique, e.kernel, ", ".join(e.numbers),
              e.message[:60]] for e in events]
@@ -759,8 +753,7 @@ def serve(http, allow_remote, roots, max_bytes, store):
     Tools: suggest, show, search, list, verify (run in a child process with a time limit).
     Files are read only under the roots; kernel code never runs in the server process.
     """
-    import os
-
+    # the MCP server: 0.45 s to import (the mcp SDK); `skel serve --help` must not pay it (tests/test_mcp.py)
     from skel.mcp.roots import MAX_BYTES, Roots
     from skel.mcp.server import parse_http
     from skel.mcp.server import serve as run
@@ -787,7 +780,7 @@ def store_info(location, as_json):
     if as_json:
         click.echo(__import__("json").dumps(info.to_dict(), indent=2))
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     click.echo(f"store {info.location} (schema v{info.schema}): {info.kernels} kernels")
     if info.note:
@@ -813,14 +806,12 @@ def sources_list(store, as_json):
     counts, and origin (its repository's remote and path, its folder, or package:NAME)."""
     found = api.sources(store)
     if as_json:
-        from dataclasses import asdict
-
         click.echo(__import__("json").dumps([asdict(s) for s in found], indent=2))
         return
     if not found:
         click.echo("no sources mined yet (`skel mine PATH`)")
         return
-    from skel.tables import table
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
     click.echo(table(["source", "version", "state", "kernels", "files", "origin"],
                      [[s.name, s.version[:16], s.state, s.counts.get("kernels", ""), s.counts.get("files", ""),

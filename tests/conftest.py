@@ -46,6 +46,20 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def flat_fixtures(dest: Path) -> Path:
+    """Every fixtures file of the catalog copied side by side into ``dest`` under its
+    catalog-wide name (``online_softmax.py``, ``cp_async_multistage.cu``): a tree of real
+    kernels to mine, as the flat fixtures folder was."""
+    import shutil
+
+    from skel.skeletons.registry import fixture_files, fixture_name
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in fixture_files():
+        shutil.copy(p, dest / fixture_name(p))
+    return dest
+
+
 def run_skel(*args: str, env: dict | None = None, cwd: Path | None = None):
     """Run the CLI in a fresh process (exit codes and import behaviour are real)."""
     import subprocess

@@ -9,8 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from skel.skeletons.registry import fixture_file
+
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "skel" / "skeletons" / "fixtures"
 REMOTE = "https://github.com/example-org/kernels.git"
 
 SOFTMAX = '''
@@ -63,7 +64,7 @@ def make_repo(base: Path) -> Path:
     k = SOFTMAX
     (repo / "ops" / "softmax.py").write_text(k.lstrip())
     for name in ("online_softmax.py", "split_k_reduction.py", "grouped_l2_swizzle.py", "persistent_kernel.py"):
-        shutil.copy(FIXTURES / name, repo / "ops" / name)
+        shutil.copy(fixture_file(name), repo / "ops" / name)
     _commit(repo, "initial kernels", "2025-01-01T10:00:00+00:00")
     k = k.replace("e = tl.exp(x - tl.max(x, 0))", "e = tl.exp2((x - tl.max(x, 0)) * 1.4426950408889634)")
     (repo / "ops" / "softmax.py").write_text(k.lstrip())

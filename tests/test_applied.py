@@ -13,7 +13,7 @@ from conftest import write
 pytest.importorskip("triton")
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from skel.skeletons.examples import example_path, module_name  # noqa: E402
+from skel.skeletons.pairs import example_path, module_name  # noqa: E402
 from skel.verifier import applied  # noqa: E402
 from skel.verifier.applied import LaunchCode, check_applied, normalise, same_machine_code  # noqa: E402
 
@@ -78,7 +78,7 @@ def test_fake_gpu_no_op_decision(h, monkeypatch):
 RENAMED = '''
 import triton
 import triton.language as tl
-from skel.skeletons.examples.online_softmax import *  # noqa: F403  (the harness)
+from skel.skeletons.catalog.online_softmax.example import *  # noqa: F403  (the harness)
 
 
 @triton.jit

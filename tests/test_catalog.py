@@ -10,7 +10,7 @@ from skel.kernels.extract import extract
 from skel.skeletons import expectations, registry
 
 SKELETONS = registry.all_skeletons()
-FIXTURE_FILES = sorted(f for suffix in ("py", "cu", "cuh", "cpp") for f in registry.FIXTURES_DIR.glob(f"*.{suffix}"))
+FIXTURE_FILES = registry.fixture_files()
 EXPECTATIONS = [e for f in FIXTURE_FILES for e in expectations.read(f)]
 KERNELS = {str(f): expectations.kernels_by_name(f) for f in FIXTURE_FILES}
 # (file, kernel, skeleton) of every `near` line: an `ok` kernel may be a near miss only there

@@ -6,30 +6,16 @@ the network nor the benchmark repositories' mirrors.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
+from benchmarks.retrieval import clean, metrics, repos
 from conftest import ROOT
 
 BENCH = ROOT / "benchmarks" / "retrieval"
-sys.path.insert(0, str(BENCH))
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"commit_bench_{name}", BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-clean = _load("clean")
-repos = _load("repos")
 
 
 def _git(repo, *args, date="2025-01-01T00:00:00+00:00"):
@@ -137,7 +123,6 @@ def test_the_cases_file_meets_the_benchmark_rules():
 def test_the_ceiling_is_the_best_any_ranking_of_the_catalog_scores():
     """A label outside the catalog is a miss for every ranking: the ceiling ranks a case's own
     catalog labels and scores them against all its labels."""
-    metrics = _load("metrics")
     cases = [{"expected": ["a"], "other": ["other:x"]},  # half of it is reachable
              {"expected": ["a", "b"], "other": []},       # all of it at 5, half at 1
              {"expected": [], "other": ["other:y"]}]      # none of it

@@ -197,9 +197,9 @@ def test_skel_suggest_on_a_cu_file_explains_with_line_numbers():
     from click.testing import CliRunner
 
     from skel.cli import cli
-    from skel.skeletons.registry import FIXTURES_DIR
+    from skel.skeletons.registry import fixture_path
 
-    path = str(FIXTURES_DIR / "warp_shuffle_reduction.cu")
+    path = str(fixture_path("warp-shuffle-reduction"))
     r = CliRunner().invoke(cli, ["suggest", path, "--kernel", "row_sum_squares", "--json"])
     assert r.exit_code == 0, r.output
     (res,) = json.loads(r.output)["kernels"]

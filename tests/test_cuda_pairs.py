@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skel.skeletons.examples import _cuda, example_path, module_name
+from skel.skeletons.pairs import cuda as _cuda
+from skel.skeletons.pairs import example_path, module_name
 
 CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage")
 

@@ -1,6 +1,6 @@
 """Every skeleton's runnable example pair, run for correctness on the CPU (TRITON_INTERPRET=1).
 
-One table-driven test: for each skeleton, its example in ``skel/skeletons/examples/`` runs
+One table-driven test: for each skeleton, its example (``skel/skeletons/catalog/<id>/example.py``) runs
 both launchers on every CPU shape and dtype, with poisoned outputs, against the reference.
 A pair the interpreter cannot run says why in its ``CPU_SKIP`` (and the skip shows it).
 """
@@ -12,7 +12,7 @@ import os
 import pytest
 
 from skel.skeletons import registry
-from skel.skeletons.examples import example_path, module_name
+from skel.skeletons.pairs import example_path, module_name
 
 SKELETONS = registry.all_skeletons()
 

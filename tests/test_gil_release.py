@@ -1,7 +1,7 @@
 """The evidence for `gil-release-blocking-binding`: a Python thread stalls while a bound C++
 call blocks holding the GIL, and keeps running when the binding releases it.
 
-A small pybind11 extension (benchmarks/gil_extension.py holds its source) is compiled on the
+A small pybind11 extension (benchmarks/performance/gil_extension.py holds its source) is compiled on the
 CPU into a temporary folder. Its blocking calls read a Python thread's iteration counter at
 their first and last moment, so the progress measured is exactly the progress made inside
 the C++ call. Figures seen on this project's shared 2-core machine (load average 2-2.5 from
@@ -15,12 +15,7 @@ down to 0.51). The thresholds below leave room for a busier machine; holding sta
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
-
-from conftest import ROOT
 
 HOLDING_MAX = 0.05  # the thread may not run at all: anything above means the GIL was released
 SLEEP_RELEASED_MIN = 0.5  # a parked call leaves the cores to the Python thread
@@ -28,11 +23,9 @@ SPIN_RELEASED_MIN = 0.2  # a spinning call keeps one core busy; on 2 loaded core
 
 
 def _helper():
-    spec = importlib.util.spec_from_file_location("gil_extension", ROOT / "benchmarks" / "gil_extension.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    from benchmarks.performance import gil_extension
+
+    return gil_extension
 
 
 @pytest.fixture(scope="module")
@@ -125,9 +118,9 @@ def _assess(source: str, path: str = "buffer.hpp"):
 def test_fixture_match_names_the_sibling_that_releases_the_gil():
     """The class in the fixtures binds `wait_ready` with `py::call_guard<py::gil_scoped_release>()`:
     the blocking `intranode_dispatch` beside it is a match whose explanation names it."""
-    from skel.skeletons.registry import FIXTURES_DIR
+    from skel.skeletons.registry import fixture_path
 
-    path = FIXTURES_DIR / "gil_release_blocking_binding.cpp"
+    path = fixture_path("gil-release-blocking-binding")
     found = _assess(path.read_text(), str(path))
     a = found["intranode_dispatch"]
     assert a.kind == "match", a.failed

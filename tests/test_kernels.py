@@ -160,13 +160,12 @@ def test_to_dict_is_dataclasses_asdict_without_the_tree():
     """``to_dict`` copies the facts' records one level deep (they hold flat lists and dicts
     only), which must give what ``dataclasses.asdict`` gives, on every fixture kernel."""
     import dataclasses
-    from pathlib import Path
 
-    import skel.skeletons as skeletons
+    from skel.skeletons.registry import fixture_files, fixture_name
 
     compared = 0
-    for path in sorted((Path(skeletons.__file__).parent / "fixtures").glob("*.py")):
-        for k in extract_file(path.read_text(), path.name):
+    for path in fixture_files(".py"):
+        for k in extract_file(path.read_text(), fixture_name(path)):
             reference = {f.name: getattr(k, f.name) for f in dataclasses.fields(k) if f.name != "syntax"}
             reference = {key: [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in v]
                          if isinstance(v, list) else v for key, v in reference.items()}
@@ -359,9 +358,9 @@ def k(x_ptr, K, BK: tl.constexpr):
 # --- positions, one parse, the data-flow view --------------------------------------------
 
 def _fixture_files():
-    from skel.skeletons.registry import FIXTURES_DIR
+    from skel.skeletons.registry import fixture_files
 
-    return sorted(FIXTURES_DIR.glob("*.py"))
+    return fixture_files(".py")
 
 
 @pytest.mark.parametrize("path", _fixture_files()[::3], ids=lambda p: p.name)
@@ -477,7 +476,7 @@ def test_one_parse_per_file_on_the_mine_path(tmp_path, kb, hash_embedder):
     repo = tmp_path / "repo"
     repo.mkdir()
     for sid in ("online-softmax", "split-k-reduction"):
-        (repo / fixture_path(sid).name).write_text(fixture_path(sid).read_text())
+        (repo / f"{sid.replace('-', '_')}.py").write_text(fixture_path(sid).read_text())
     before = triton.PARSES
     report = mine(DirectorySource(repo), kb, embedder=hash_embedder, jobs=1, cache_root=tmp_path / "cache")
     assert report.kernels > 4 and report.parsed == 2

@@ -14,6 +14,7 @@ import pytest
 
 from skel.kernels.triton import extract_file
 from skel.kernels.flow import args_of, flow_of
+from skel.skeletons import registry
 from skel.skeletons.base import Target
 from skel.skeletons.predicates import (addresses, autotune, branches, dots, e8m0, host, loops, masks, names,
                                        pointers, programs, rows, scales, softmax_loops, splits, tiles,
@@ -640,14 +641,20 @@ def _imports(path: Path) -> list[str]:
     return out
 
 
-ALLOWED = ("skel.skeletons.predicates", "skel.skeletons.conditions", "skel.skeletons.base", "skel.kernels.flow")
+ALLOWED = ("skel.skeletons.predicates", "skel.skeletons.patterns", "skel.skeletons.conditions", "skel.skeletons.base",
+           "skel.kernels.flow", "skel.kernels.model")
+SKELETON_MODULES = sorted((SKELETONS / "catalog").glob("*/skeleton.py"))
 
 
-@pytest.mark.parametrize("path", sorted((SKELETONS / "catalog").glob("*.py")), ids=lambda p: p.name)
+def test_every_skeleton_module_is_checked_for_its_imports():
+    assert len(SKELETON_MODULES) == len(registry.all_skeletons())
+
+
+@pytest.mark.parametrize("path", SKELETON_MODULES, ids=lambda p: p.parent.name)
 def test_catalog_modules_import_only_the_floor(path):
     skel_imports = [m for m in _imports(path) if m.startswith("skel")]
     bad = [m for m in skel_imports if not any(m == a or m.startswith(a + ".") for a in ALLOWED)]
-    assert not bad, f"{path.name} imports {bad}; shared helpers belong in skel/skeletons/predicates/"
+    assert not bad, f"{path.parent.name} imports {bad}; shared helpers belong in skel/skeletons/predicates/"
 
 
 @pytest.mark.parametrize("path", sorted((SKELETONS / "predicates").glob("*.py")), ids=lambda p: p.name)
@@ -866,7 +873,7 @@ def test_grid_names_followed_through_the_launching_functions_locals():
 def test_a_hit_in_a_folded_helper_names_the_helper():
     from skel.skeletons import registry
 
-    path = SKELETONS / "fixtures" / "exp2_log2e_folding.py"
+    path = SKELETONS / "catalog" / "exp2_log2e_folding" / "fixtures.py"
     (k,) = [k for k in extract_file(path.read_text(), str(path)) if k.name == "softmax_via_helper"]
     a = registry.get("exp2-log2e-folding").assess(k)
     exp = [h for h in a.matched if h.condition == "natural-exp"]
@@ -1298,10 +1305,10 @@ def test_inverse_skeletons_never_both_apply():
     """native-cumsum / tensor-core-scan and split-k-reduction / in-kernel-reduction are
     inverses: on every fixture and example kernel at most one of each pair is suggested."""
     from skel.skeletons import expectations, registry
-    from skel.skeletons.examples import example_path
+    from skel.skeletons.pairs import example_path
 
     pairs = [("native-cumsum", "tensor-core-scan"), ("split-k-reduction", "in-kernel-reduction")]
-    files = sorted(registry.FIXTURES_DIR.glob("*.py")) + [example_path(s.id) for s in registry.all_skeletons()]
+    files = registry.fixture_files(".py") + [example_path(s.id) for s in registry.all_skeletons()]
     checked = 0
     for f in files:
         if not f.is_file():
@@ -1753,7 +1760,7 @@ _EMBEDDING_GATHER = """
     ("ops/rocm/embedding.py", "@triton.jit", False),   # AMD's Triton shares the axis analysis
 ])
 def test_contiguity_hints_fit_a_gather_only_where_the_row_alignment_is_hidden(path, jit, fits):
-    from skel.skeletons.catalog import contiguity_hints
+    from skel.skeletons.catalog.contiguity_hints import skeleton as contiguity_hints
 
     src = HEADER + textwrap.dedent(_EMBEDDING_GATHER).lstrip().replace("@triton.jit", jit)
     k = extract_file(src, path)[0]

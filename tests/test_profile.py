@@ -3,7 +3,7 @@ classifying a kernel's bottleneck, and what that does to the ranking.
 
 The samples in tests/data/profiles/ are hand-made in each tool's format (ncu's header,
 units row and thousands separators; torch's kernel events and deviceProperties; proton's
-frame/metrics/children tree with its device table); benchmarks/profile_samples_gpu.sh makes
+frame/metrics/children tree with its device table); benchmarks/gpu/profile_samples_gpu.sh makes
 real ones on the H200."""
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ def test_h200_ncu_profiles_move_the_ranking_the_way_their_bottleneck_says():
     technique that helps memory leads with the first, one that helps compute with the second."""
     from skel.api import suggest
 
-    example = ROOT / "skel" / "skeletons" / "examples" / "online_softmax.py"
+    example = ROOT / "skel" / "skeletons" / "catalog" / "online_softmax" / "example.py"
     (mem,) = suggest(example, kernel="before_kernel", profile=str(H200 / "ncu_softmax_vocab.csv"))
     (comp,) = suggest(example, kernel="before_kernel", profile=str(H200 / "ncu_gemm_square.csv"))
     assert (mem.profile["bound"], comp.profile["bound"]) == ("memory", "compute")

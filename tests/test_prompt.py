@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_skel, write
+from conftest import run_skel, write
+from skel.skeletons.registry import fixture_file
 
 BUDGETS = (300, 1500, 4000)
-CUDA_FILE = ROOT / "skel" / "skeletons" / "fixtures" / "cuda_programmatic_dependent_launch.cu"  # 11 kernels
+CUDA_FILE = fixture_file("cuda_programmatic_dependent_launch.cu")  # 11 kernels
 
 
 def _fla_file() -> Path:
@@ -38,7 +39,7 @@ def store(tmp_path_factory):
     src = tmp_path_factory.mktemp("src")
     for name in ("autotune_configs.py", "block_pointers.py", "exp2_log2e_folding.py",
                  "vectorized_128bit_access.cu", "persistent_tile_scheduler.cu"):
-        shutil.copy(ROOT / "skel" / "skeletons" / "fixtures" / name, src / name)
+        shutil.copy(fixture_file(name), src / name)
     where = str(tmp_path_factory.mktemp("kb") / "store")
     os.environ["SKEL_EMBEDDER"] = "hash"  # the module fixture runs outside the per-test monkeypatch
     api.mine(str(src), store=where, source="fixtures", version="1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, flat_fixtures
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def test_mined_with_torch_queried_with_numpy(tmp_path, real_models):
 
     bulk, query = real_models
     kb = KnowledgeBase.open(str(tmp_path / "store"))
-    fixtures = ROOT / "skel" / "skeletons" / "fixtures"
+    fixtures = flat_fixtures(tmp_path / "fixtures")
     report = mine(DirectorySource(fixtures, "fixtures"), kb, embedder=bulk, jobs=1)
     assert report.kernels > 100
     for kf in load_kernels(fixtures / "online_softmax.py")[:3]:
@@ -44,7 +44,7 @@ def test_suggest_uses_the_numpy_model_without_importing_torch(tmp_path, real_mod
 
     bulk, _ = real_models
     store = tmp_path / "store"
-    mine(DirectorySource(ROOT / "skel" / "skeletons" / "fixtures", "fixtures"), KnowledgeBase.open(str(store)),
+    mine(DirectorySource(flat_fixtures(tmp_path / "fixtures"), "fixtures"), KnowledgeBase.open(str(store)),
          embedder=bulk, jobs=1)
     code = (
         "import sys, json\nfrom skel.cli import cli\n"

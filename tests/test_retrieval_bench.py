@@ -8,11 +8,8 @@ import sys
 
 import pytest
 
+from benchmarks.retrieval.releases import run as bench
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks" / "retrieval"))
-sys.path.insert(0, str(ROOT / "benchmarks" / "retrieval" / "releases"))
-import run as bench  # noqa: E402
 
 
 def test_metrics():
@@ -44,9 +41,9 @@ def test_cases_file_is_well_formed():
 
 def test_smoke_run_end_to_end(tmp_path):
     """Downloads a few liger-kernel releases with pip, mines the newest, ranks the cases."""
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "retrieval" / "releases" / "run.py"), "--smoke",
+    out = subprocess.run([sys.executable, "-m", "benchmarks.retrieval.releases.run", "--smoke",
                           "--cache", str(tmp_path / "cache"), "--json", str(tmp_path / "r.json")],
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = json.loads((tmp_path / "r.json").read_text())
     methods = {r["method"]: r for r in result["summary"]}

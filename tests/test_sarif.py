@@ -17,8 +17,9 @@ import shutil
 import pytest
 
 from conftest import ROOT, run_skel, write
+from skel.skeletons.registry import fixture_file
 
-FIXTURES = ROOT / "skel" / "skeletons" / "fixtures"
+CP_ASYNC = fixture_file("cp_async_multistage.cu")
 
 
 def _schema() -> dict:
@@ -41,7 +42,7 @@ def cuda_file(tmp_path):
     """A CUDA file with matches, near misses and refinements (warnings), in a subfolder."""
     dst = tmp_path / "csrc" / "cp_async_multistage.cu"
     dst.parent.mkdir()
-    shutil.copy(FIXTURES / "cp_async_multistage.cu", dst)
+    shutil.copy(CP_ASYNC, dst)
     return dst
 
 
@@ -126,6 +127,6 @@ def test_a_file_outside_the_working_directory_keeps_an_absolute_uri(tmp_path):
     inside = tmp_path / "repo"
     inside.mkdir()
     os.environ.setdefault("SKEL_EMBEDDER", "hash")
-    log = sarif_log(api.suggest(str(FIXTURES / "cp_async_multistage.cu")), base=inside)
+    log = sarif_log(api.suggest(str(CP_ASYNC)), base=inside)
     uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-    assert uri == (FIXTURES / "cp_async_multistage.cu").resolve().as_uri()
+    assert uri == (CP_ASYNC).resolve().as_uri()

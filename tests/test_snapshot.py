@@ -18,9 +18,10 @@ from conftest import ROOT
 from skel import api
 from skel.store import snapshot
 from skel.store.evidence import Verification
+from skel.skeletons.registry import fixture_file
 from skel.store.knowledge import KnowledgeBase
 
-FIXTURES = ROOT / "skel" / "skeletons" / "fixtures"
+SOFTMAX = fixture_file("online_softmax.py")
 KERNELS = ["online_softmax.py", "split_k_reduction.py", "grouped_l2_swizzle.py", "persistent_kernel.py",
            "exp2_log2e_folding.py", "autotune_configs.py"]
 
@@ -30,7 +31,7 @@ def store(tmp_path):
     tree = tmp_path / "tree"
     tree.mkdir()
     for name in KERNELS:
-        shutil.copy(FIXTURES / name, tree / name)
+        shutil.copy(fixture_file(name), tree / name)
     location = str(tmp_path / "store")
     api.mine(str(tree), source="fixtures", version="1", jobs=1, store=location)
     return location
@@ -61,7 +62,7 @@ def test_mine_leaves_a_snapshot_and_suggest_reads_it(store):
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_same_suggestions_as_the_store(store, name):
-    path = FIXTURES / name
+    path = fixture_file(name)
     from_snapshot = api.suggest(path, store=store)
     assert isinstance(api._ranking_store(store), snapshot.SnapshotKB)
     from_store = _from_store(path, store)
@@ -77,7 +78,7 @@ def test_a_write_makes_it_stale_and_the_next_suggest_renews_it(store):
     kb.add_verification(Verification(skeleton="online-softmax", kernel="x.py::k", verdict="correct",
                                      date="2026-01-01T00:00:00+00:00", device="cpu", triton="3.7.1"))
     assert snapshot.open_fresh(store) is None  # the store changed: not the store any more
-    api.suggest(FIXTURES / "online_softmax.py", store=store)  # read from chroma, snapshot rewritten
+    api.suggest(SOFTMAX, store=store)  # read from chroma, snapshot rewritten
     after = snapshot.open_fresh(store)
     assert after is not None and after.token != before.token
     runs = after.evidence_by_skeleton()["online-softmax"]
@@ -89,7 +90,7 @@ def test_a_crashed_write_leaves_it_unused(store):
     assert snapshot.open_fresh(store) is None
     kb = KnowledgeBase.open(store, create=False)
     assert snapshot.write(kb) is None  # nor is a new one taken while dirty
-    assert api.suggest(FIXTURES / "online_softmax.py", store=store)  # answered from chroma
+    assert api.suggest(SOFTMAX, store=store)  # answered from chroma
 
 
 def test_a_replaced_database_or_a_broken_snapshot_is_not_used(store, tmp_path):
@@ -111,7 +112,7 @@ def test_a_replaced_database_or_a_broken_snapshot_is_not_used(store, tmp_path):
     assert snapshot.open_fresh(store) is None
     json_file.unlink()
     assert snapshot.open_fresh(store) is None
-    assert api.suggest(FIXTURES / "online_softmax.py", store=store)
+    assert api.suggest(SOFTMAX, store=store)
 
 
 def test_a_damaged_database_is_refused_even_with_a_snapshot(store):
@@ -122,14 +123,14 @@ def test_a_damaged_database_is_refused_even_with_a_snapshot(store):
         data[at:at + 64] = bytes(64)
     db.write_bytes(bytes(data))
     snapshot._LOADED.clear()
-    r = subprocess.run([sys.executable, "-m", "skel.cli", "suggest", str(FIXTURES / "online_softmax.py"),
+    r = subprocess.run([sys.executable, "-m", "skel.cli", "suggest", str(SOFTMAX),
                         "--store", store], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "is damaged" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_a_cold_suggest_does_not_import_chromadb(store):
     r = subprocess.run([sys.executable, "-X", "importtime", "-m", "skel.cli", "suggest",
-                        str(FIXTURES / "online_softmax.py"), "--store", store, "--format", "json"],
+                        str(SOFTMAX), "--store", store, "--format", "json"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
     imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}

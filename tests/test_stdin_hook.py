@@ -13,9 +13,10 @@ import sys
 import yaml
 
 from conftest import ROOT, run_skel, write
+from skel.skeletons.registry import fixture_file
 
 SOFTMAX = (ROOT / "examples" / "row_softmax.py").read_text()
-CUDA = ROOT / "skel" / "skeletons" / "fixtures" / "cp_async_multistage.cu"
+CUDA = fixture_file("cp_async_multistage.cu")
 
 
 def _stdin(*args: str, text: str) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ from skel.retriever import render
 from skel.retriever.suggest import TIERS, suggest, suggest_for
 from skel.skeletons import expectations, registry
 
-FIXTURES = sorted(registry.FIXTURES_DIR.glob("*.py"))
+FIXTURES = sorted(registry.fixture_files(".py"))
 
 
 def _tiers_in_order(result) -> bool:
@@ -375,80 +375,30 @@ def test_a_related_candidate_needs_the_operation_it_rewrites(tmp_path):
         [(x.id, x.kind, x.lexical_score) for x in res.suggestions]
 
 
-#: Each Triton skeleton's subject, read and agreed with: the operation its technique rewrites
-#: (a related suggestion needs it in the kernel). A new skeleton adds its line here; moving a
-#: precondition first changes what relates a kernel to it, and shows up here.
-SUBJECTS = {
-    "autotune-config-pruning": "autotuned",
-    "autotune-configs": "tile-constexpr-params | literal-num-warps-launch",
-    "autotune-grid-lambda": "tuned-block-sets-grid",
-    "autotune-key-bucketing": "autotune-key-raw-length",
-    "autotune-restore-reset": "autotune-multi-config",
-    "block-pointers": "walking-masked-2d-tile-load",
-    "block-scaled-fp8-gemm": "dequantised-dot-operands",
-    "chunked-fused-linear-ce": "cross-entropy-kernel & row-exp",
-    "chunked-scan": "step-recurrence",
-    "column-tiling-2d-grid": "one-row-per-program",
-    "constexpr-feature-flags": "runtime-switch-branch",
-    "contiguity-hints": "address-from-loaded-indices | address-from-runtime-mod-div | address-from-per-element-where",
-    "do-not-specialize": "constexpr-length | specialized-runtime-length",
-    "dot-acc-argument": "acc-plus-dot-in-loop",
-    "dot-input-precision-tf32x3": "fp32-dot",
-    "dot-scaled-mx": "e8m0-decode",
-    "epilogue-fusion": "raw-accumulator-store",
-    "even-k-mask-elimination": "k-loop-masked-dot-tiles",
-    "eviction-hints": "shared-vector-load | multi-pass-reread",
-    "exp2-log2e-folding": "natural-exp | natural-exp-helper",
-    "fast-math-intrinsics": "precise-elementwise-math",
-    "flash-decoding-two-stage": "online-softmax-loop",
-    "fp8-group-quant": "eight-bit-cast & quant-bounds | quant-bounds & scales-from-memory | host-quant-after-launch",
-    "fuse-redundant-tiles": "v-tile-axis",
-    "gather-row-extract": "one-hot-extract",
-    "gqa-head-packing": "vector-scores-in-softmax-kv-loop",
-    "grouped-l2-swizzle": "dot-in-loop",
-    "hardware-tiered-launch": "literal-num-stages-streaming | literal-tile-streaming | literal-num-warps-tile-work",
-    "heuristics-constexpr": "runtime-divisibility-test | masked-dot-loop-loads | runtime-switch-branch",
-    "hoist-conditional-fixup": "where-eq-in-streaming-loop",
-    "hoist-loop-invariant": "loop-invariant-work-in-loop",
-    "in-kernel-reduction": "host-merged-partials",
-    "in-kernel-upcast": ("raw-loads-in-fp32-only-math & host-fp32-copy-or-unseen | "
-                         "raw-loads-in-reduction & host-fp32-copy"),
-    "incremental-pointer-advance": "tile-address-recomputed-from-index",
-    "inline-asm-elementwise": "emulated-conversion",
-    "int64-offsets": "int32-pid-times-runtime-size",
-    "launch-pdl": "small-grid",
-    "loop-flattening": "item-loop-over-block-loop",
-    "lowp-dot-fp32-accumulator": "fp32-dot-in-loop",
-    "lowp-intermediate-storage": "fp32-tile-store",
-    "moe-sorted-token-blocks": "expert-weight-offset",
-    "multi-row-per-program": "one-row-per-program",
-    "native-cumsum": "triangular-mask-matmul",
-    "num-stages-pipelining": "pipelinable-load-loop",
-    "offline-tuned-configs": "gemm-loop",
-    "online-softmax": "max-pass-then-exp-pass",
-    "persistent-kernel": "one-row-per-program",
-    "persistent-partial-reduction": "shared-atomic-gradient | per-row-gradient-buffer",
-    "prologue-fusion": "raw-load-dot-operand",
-    "save-row-statistics": "backward-kernel",
-    "seeded-recompute": "loads-stored-intermediate | stores-random-mask",
-    "split-k-reduction": "long-reduction-loop",
-    "static-range-unroll": "short-constant-trip-loop",
-    "swap-ab-small-m": "gemm-loop",
-    "tensor-core-scan": "scan-feeds-dot",
-    "tile-skipping": "full-range-causal-loop",
-    "tma-tensor-descriptors": "tile-load-feeds-dot-in-loop",
-    "transposed-operand-load": "trans-of-loaded-dot-operand",
-    "unit-stride-constexpr": "unspecialized-inner-stride",
-    "warp-specialize": "tma-fed-dot-loop",
-    "xcd-pid-remap": "shared-tile-loop",
-}
 
 
-def test_every_triton_skeleton_names_its_subject_first():
-    """The subject is the first precondition that is neither generic nor a negation: for
-    every Triton skeleton it is the one in ``SUBJECTS``."""
-    got = {s.id: s.subject.name if s.subject else None for s in registry.all_skeletons() if "triton" in s.languages}
-    assert got == SUBJECTS
+def test_a_skeleton_names_its_subject_among_its_preconditions():
+    """Every skeleton says which precondition is its subject (``subject=``); the registry
+    refuses one that names none, names a condition outside its preconditions, or names a
+    negation: no ordering convention decides it."""
+    import dataclasses
+
+    from skel.errors import SkeletonError
+    from skel.skeletons.base import validate
+    from skel.skeletons.conditions import custom
+
+    for s in registry.all_skeletons():
+        assert any(c is s.subject for c in s.preconditions), s.id
+        assert not s.subject.name.startswith("~") and s.subject.name != "kernel-entry", s.id
+    sk = registry.get("online-softmax")
+    elsewhere = custom("elsewhere", "a condition that is not a precondition", lambda k: True)
+    for subject, says in ((None, "must name one of its preconditions"),
+                          (elsewhere, "must name one of its preconditions")):
+        with pytest.raises(SkeletonError, match=says):
+            validate(dataclasses.replace(sk, subject=subject))
+    negated = ~elsewhere
+    with pytest.raises(SkeletonError, match="generic or a negation"):
+        validate(dataclasses.replace(sk, preconditions=[negated, *sk.preconditions], subject=negated))
 
 
 def test_a_backend_required_skeleton_needs_the_backend_known(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from skel.skeletons.examples import example_path, module_name  # noqa: E402
+from skel.skeletons.pairs import example_path, module_name  # noqa: E402
 from skel.verifier import timing  # noqa: E402
 
 

@@ -4,9 +4,7 @@ shown beside each suggestion and in `skel skeletons show`."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -22,11 +20,9 @@ EXAMPLE = ROOT / "examples" / "row_softmax.py"
 
 
 def _precision():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("precision_bench", BENCH / "precision.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from benchmarks.retrieval import precision
+
+    return precision
 
 
 def test_the_shipped_record_is_the_verdicts_counted_not_a_hand_edit():
@@ -35,7 +31,7 @@ def test_the_shipped_record_is_the_verdicts_counted_not_a_hand_edit():
     edited by hand, fails here."""
     precision = _precision()
     shipped = json.loads(TRACK_RECORD.read_text())
-    assert shipped == precision.track_record(), "run: python benchmarks/retrieval/precision.py track-record"
+    assert shipped == precision.track_record(), "run: python -m benchmarks.retrieval.precision track-record"
     verdicts = json.loads((BENCH / "precision.json").read_text())["verdicts"]
     assert shipped["pairs"] == len(verdicts)
     assert sum(sum(c.values()) for c in shipped["skeletons"].values()) == len(verdicts)

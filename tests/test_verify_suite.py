@@ -1,17 +1,16 @@
-"""The verification suite (benchmarks/verify_suite/) on the CPU: every naive kernel and every hand-applied
+"""The verification suite (benchmarks/evidence/verify_suite/) on the CPU: every naive kernel and every hand-applied
 candidate is correct under the interpreter at its CPU shapes; every KernelBench ModelNew (naive and candidates)
 matches its torch Model on small inputs; every top-5 suggestion skel gave is either applied or explained."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "benchmarks" / "verify_suite"
+SUITE = ROOT / "benchmarks" / "evidence" / "verify_suite"
 KERNELS = sorted((SUITE / "kernels").glob("*.py"))
 PROBLEMS = sorted(p for p in (SUITE / "kernelbench").glob("*.py") if not p.stem.endswith("_naive"))
 CANDIDATES = sorted((SUITE / "candidates").glob("*__*.py"))
@@ -94,17 +93,14 @@ def test_kernelbench_matches_model(problem, solution):
 
 
 def _runner():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import verify_suite as vs
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    from benchmarks.evidence import verify_suite as vs
+
     return vs
 
 
 def test_every_planned_top3_suggestion_is_applied_or_explained():
-    """plan.json is skel's ranking for the GPU machine (`verify_suite.py plan`): each problem's top 3
-    has a hand-applied candidate or a reason in SKIPPED.md, and every problem has an expert."""
+    """plan.json is skel's ranking for the GPU machine (`python -m benchmarks.evidence.verify_suite plan`): each
+    problem's top 3 has a hand-applied candidate or a reason in SKIPPED.md, and every problem has an expert."""
     skipped = (SUITE / "candidates" / "SKIPPED.md").read_text()
     plan = json.loads((SUITE / "plan.json").read_text())
     vs = _runner()

@@ -1,8 +1,8 @@
 """Is the commit benchmark's test split clean? Checks, and (with --pin) fixes the references.
 
-    python benchmarks/retrieval/clean.py            # report; exit 1 on a broken rule, 3 when only
+    python -m benchmarks.retrieval.clean            # report; exit 1 on a broken rule, 3 when only
                                                     # a size target (rule 5) is not met
-    python benchmarks/retrieval/clean.py --pin      # rewrite unpinned references into benchmark
+    python -m benchmarks.retrieval.clean --pin      # rewrite unpinned references into benchmark
                                                     # repositories with the pre-cutoff commit they
                                                     # were checked at
 
@@ -27,13 +27,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.retrieval import repos
+from benchmarks.retrieval.metrics import ceiling
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-import repos  # noqa: E402
-from metrics import ceiling  # noqa: E402
 
 CUTOFF = "2025-07-01"
 CASES = HERE / "cases.json"
@@ -64,7 +62,7 @@ class Reference:
 def references() -> list[Reference]:
     """Every catalog reference line that names a file in a benchmark repository."""
     out = []
-    for f in sorted(CATALOG.glob("[a-z]*.py")):
+    for f in sorted(CATALOG.glob("[a-z]*/skeleton.py")):  # one folder per skeleton
         text = f.read_text()
         sid = re.search(r'\bid="([^"]+)"', text)
         refs = text.split("## References", 1)[1].split('"""', 1)[0] if "## References" in text else ""
@@ -78,7 +76,7 @@ def references() -> list[Reference]:
                 continue
             fn = re.findall(r"\(`(\w+)`", line)
             pin = re.search(r"\b(v\d+\.\d+(?:\.\d+)?|[0-9a-f]{10,40})\b", line)
-            out.append(Reference(sid.group(1) if sid else f.stem, f, line, repo, paths[0],
+            out.append(Reference(sid.group(1) if sid else f.parent.name, f, line, repo, paths[0],
                                  fn[0] if fn else None, pin.group(1) if pin else None))
     return out
 

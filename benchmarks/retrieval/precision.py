@@ -1,12 +1,12 @@
 """Hand-checked precision@5 on kernels skel was never tuned on: sglang and vLLM wheels.
 
-    python benchmarks/retrieval/precision.py sample   # rank, sample pairs, write precision_pairs.json
-    python benchmarks/retrieval/precision.py report   # precision from the verdicts in precision.json
-    python benchmarks/retrieval/precision.py sample --sample fresh2   # another draw of kernels (its own seed),
-    python benchmarks/retrieval/precision.py report --sample fresh2   #   pairs in precision_pairs_fresh2.json
-    python benchmarks/retrieval/precision.py report --by status --samples ,fresh2   # verdicts by evidence status
-    python benchmarks/retrieval/precision.py rescore --samples ,fresh2   # today's top 5s of spent draws
-    python benchmarks/retrieval/precision.py track-record   # verdicts per skeleton -> skel/data/track_record.json
+    python -m benchmarks.retrieval.precision sample   # rank, sample pairs, write precision_pairs.json
+    python -m benchmarks.retrieval.precision report   # precision from the verdicts in precision.json
+    python -m benchmarks.retrieval.precision sample --sample fresh2   # another draw of kernels (its own seed),
+    python -m benchmarks.retrieval.precision report --sample fresh2   #   pairs in precision_pairs_fresh2.json
+    python -m benchmarks.retrieval.precision report --by status --samples ,fresh2   # verdicts by evidence status
+    python -m benchmarks.retrieval.precision rescore --samples ,fresh2   # today's top 5s of spent draws
+    python -m benchmarks.retrieval.precision track-record   # verdicts per skeleton -> skel/data/track_record.json
 
 A sample whose verdicts were read while changing skel is spent: its number says how the
 change did on what it was tuned on. Quote a sample drawn after the change (``--sample``
@@ -32,13 +32,10 @@ import random
 import sys
 from pathlib import Path
 
+from benchmarks.retrieval import repos
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "releases"))
-
-import repos  # noqa: E402
 
 PACKAGES = (("sglang", "0.5.14"), ("vllm", "0.33.0"))
 SEED, KERNELS = 20261201, 10
@@ -52,7 +49,7 @@ TRACK_RECORD = ROOT / "skel" / "data" / "track_record.json"
 
 
 def kernels_of(pkg: str, version: str, cache: Path) -> list:
-    import fetch  # benchmarks/retrieval/releases/fetch.py: pip download + unpack, cached
+    from benchmarks.retrieval.releases import fetch  # pip download + unpack, cached
 
     from skel.errors import SkelError
     from skel.kernels.importers import folder_graph, needs_importers, settle_backends

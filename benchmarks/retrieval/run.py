@@ -1,10 +1,10 @@
 """Retrieval on real optimisation commits skel has never seen (the clean benchmark, issue #8).
 
-    python benchmarks/retrieval/run.py                 # dev split (commits before the cutoff)
-    python benchmarks/retrieval/run.py --split test    # held out: run once per ranking change;
+    python -m benchmarks.retrieval.run                 # dev split (commits before the cutoff)
+    python -m benchmarks.retrieval.run --split test    # held out: run once per ranking change;
                                                        # every run is appended to runs.md
-    python benchmarks/retrieval/run.py --misses        # every miss with its reason
-    python benchmarks/retrieval/run.py --split excluded  # the test-period cases clean.py keeps out
+    python -m benchmarks.retrieval.run --misses        # every miss with its reason
+    python -m benchmarks.retrieval.run --split excluded  # the test-period cases clean.py keeps out
                                                          # of the test split: more to tune on
 
 Each case in cases.json is a commit that applied an optimisation to a Triton kernel, labelled
@@ -35,14 +35,12 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from benchmarks.retrieval import repos
+from benchmarks.retrieval.clean import CUTOFF
+from benchmarks.retrieval.metrics import BM25, cosine_rank, skeleton_doc, summarise
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-import repos  # noqa: E402
-from clean import CUTOFF  # noqa: E402
-from metrics import BM25, cosine_rank, skeleton_doc, summarise  # noqa: E402
 
 CASES = HERE / "cases.json"
 RUNS = HERE / "runs.md"
@@ -118,7 +116,7 @@ def log_run(rows: list[dict], args, n_cases: int) -> None:
             f"[ceiling R@1 {by['ceiling']['R@1']:.3f}, R@5 {by['ceiling']['R@5']:.3f}] |\n")
     if not RUNS.is_file():
         RUNS.write_text("# Runs of the clean benchmark's test split\n\n"
-                        "Appended by `python benchmarks/retrieval/run.py --split test` (never edited by hand).\n\n"
+                        "Appended by `python -m benchmarks.retrieval.run --split test` (never edited by hand).\n\n"
                         "| when (UTC) | skel commit | cases | skel R@1 / R@3 / R@5 / MRR | bm25 R@5 | embed R@5 "
                         "| note |\n|---|---|---|---|---|---|---|\n")
     with RUNS.open("a") as f:

@@ -13,6 +13,7 @@ Nothing here imports the skeletons, the store or any stage above it.
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,8 +23,6 @@ def extractor_version() -> str:
     """A hash of this package's sources: whatever changes how facts are extracted changes
     it, so cached facts and file stamps are recomputed without anyone remembering to bump a
     number."""
-    import hashlib
-
     h = hashlib.sha1()
     for p in sorted(Path(__file__).parent.glob("*.py")):
         h.update(p.name.encode() + b"\0" + p.read_bytes())

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Iterator
 
@@ -58,7 +59,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 @lru_cache(maxsize=2)
 def _parser(cuda: bool):
-    try:
+    try:  # on the first C++/CUDA parse: a Triton-only run never loads it, a broken install is one ParseError
         import tree_sitter
         grammar = importlib.import_module("tree_sitter_cuda" if cuda else "tree_sitter_cpp")
     except ImportError as exc:  # pragma: no cover - both are dependencies of skel
@@ -526,8 +527,6 @@ def _fold(k: KernelFacts, own: dict[str, KernelFacts], allowed: set[str]) -> Non
 
 
 def _copy(f: KernelFacts) -> KernelFacts:
-    from dataclasses import replace
-
     return replace(f, calls=list(f.calls), loops=list(f.loops), assigns=list(f.assigns), ifs=list(f.ifs),
                    notes=list(f.notes), names=dict(f.names), attributes=dict(f.attributes),
                    constants=dict(f.constants), folded={}, decorators=list(f.decorators), params=list(f.params),

@@ -10,6 +10,7 @@ which calls it makes), so skeletons never walk trees themselves.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -534,8 +535,8 @@ def flow_of(k) -> Flow:
 
 
 def _reparse(k):
-    import textwrap
-
+    # the rest of the Triton extractor: 18 ms beyond libcst; only facts read back without
+    # their tree (the cache, the store) are parsed again
     from skel.kernels.triton import ParseError, extract_file
 
     try:

@@ -7,14 +7,14 @@ so PDL or TMA suggested for it can never run. The judges of the precision sample
 this (ROCm-only by importer) as skel's most frequent platform mistake.
 
 This module reads the import statements of a package (text only: a line scan, no parse;
-a few tenths of a second for a serving package, `python benchmarks/importers.py`) and
+a few tenths of a second for a serving package, `python -m benchmarks.performance.importers`) and
 answers, for one module, the backend every importer imports it for:
 
 * an import inside an ``if`` whose test is a platform flag (``if _is_hip:``,
   ``elif current_platform.is_rocm():``, ``if _is_hip and x:``, the ``else`` of
   ``if not is_hip():``), or
 * an import from a file that is itself written for that backend (its path or docstring,
-  :func:`skel.kernels.triton.backend_hint`), or one whose own importers are (followed a
+  :func:`skel.kernels.backends.backend_hint`), or one whose own importers are (followed a
   few modules deep).
 
 It answers only when there is at least one importer and all agree: one plain import
@@ -40,6 +40,9 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from skel.kernels.backends import backend_hint
+from skel.kernels.guard import MAX_BYTES
 
 #: a test that holds only on one backend: a platform flag or call, alone or in an `and`
 _PLATFORM_FLAG = (
@@ -319,8 +322,6 @@ class ImportGraph:
     def own_backend(self, rel: str) -> str:
         """The backend a file's own path or docstring names (see ``backend_hint``)."""
         if rel not in self._own:
-            from skel.kernels.triton import backend_hint
-
             self._own[rel] = backend_hint(rel, self._texts.get(rel, self._raw.get(rel, "")))
         return self._own[rel]
 
@@ -405,7 +406,7 @@ class ImportGraph:
 
         One function deep on purpose: following a dispatcher's own callers costs a scan of the
         package per name; a version that followed them two functions up failed the cold
-        `skel suggest` target of `benchmarks/mine_and_suggest.py` (results file
+        `skel suggest` target of `benchmarks/performance/mine_and_suggest.py` (results file
         `mine_and_suggest-targets-2026-12-03-callers-two-deep.txt`)."""
         backends, reasons = set(), []
         mentioned = False
@@ -525,8 +526,6 @@ def folder_graph(root: Path, package: str) -> ImportGraph:
     """An import graph over the Python files of ``root/package`` (hidden folders and
     caches skipped), read once and kept as bytes; ``more(stem)`` hands out those that
     mention the stem."""
-    from skel.kernels.guard import MAX_BYTES
-
     texts: list[tuple[str, bytes]] = []
     cut = len(str(root)) + 1
     for folder, dirs, files in os.walk(root / package):

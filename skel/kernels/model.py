@@ -246,7 +246,7 @@ class KernelFacts:
         underscores, each word is said once, and ``jit``, which every kernel has, is left
         out. Parameters are left out too: their names (``x_ptr``, ``stride_xm``, ``BT``)
         were a third of the pieces, and the retrieval benchmark's dev split ranked as well
-        without them (``benchmarks/embed_text.py``; the README has the numbers). On
+        without them (``benchmarks/performance/embed_text.py``; the README has the numbers). On
         fla-core and liger-kernel's 659 kernels the text went from 137 pieces (mean) to 46."""
         calls = _words(sorted({_unprefixed(c.name) for c in self.calls}))
         loops = " ".join(sorted({lp.kind for lp in self.loops})) or "none"

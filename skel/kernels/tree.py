@@ -51,7 +51,7 @@ def parse_module(source: str) -> cst.Module:
     against their operands); a tree the parser built from source is well formed by
     construction, as libcst's own comment on that hook says. On fla-core and
     liger-kernel's kernel files the checks are about a tenth of the parse
-    (``benchmarks/parse_validation.py``), and the tree is the same (a test compares).
+    (``benchmarks/performance/parse_validation.py``), and the tree is the same (a test compares).
     The hook is swapped for the parse only, under a lock, and always put back: a node
     another thread builds meanwhile skips the checks too, which changes nothing else."""
     with _PARSING:

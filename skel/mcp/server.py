@@ -16,10 +16,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from skel import __version__
 from skel.errors import SkelError, UsageError
 from skel.mcp import tools
 from skel.mcp import verify as verifying
 from skel.mcp.roots import Roots
+from skel.skeletons import registry
 
 INSTRUCTIONS = """\
 skel knows GPU-kernel optimisation techniques ("skeletons") mined from real Triton and CUDA code.
@@ -58,8 +60,6 @@ def _answer(fn: Callable[..., tools.Reply], *args: Any, **kwargs: Any) -> CallTo
 
 
 def build(roots: Roots, store: str | None = None) -> MCPServer:
-    from skel import __version__
-
     svc = tools.Service(roots=roots, store=store)
     server = MCPServer("skel", title="skel: GPU-kernel optimisation skeletons", version=__version__,
                        instructions=INSTRUCTIONS, log_level="WARNING")
@@ -177,13 +177,9 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         Progress is reported while it runs."""
         try:
             if example:
-                from skel.skeletons.registry import get
-
-                get(example)  # an unknown id answers at once, before a process starts
+                registry.get(example)  # an unknown id answers at once, before a process starts
             if skeleton:
-                from skel.skeletons.registry import get
-
-                get(skeleton)
+                registry.get(skeleton)
             args = verifying.command(roots, original=original, candidate=candidate, example=example,
                                      kernel=kernel, skeleton=skeleton, harness=harness, device=device,
                                      shapes=shapes, dtype=dtype, record=record, store=store)

@@ -19,6 +19,10 @@ from typing import Any
 from skel import api
 from skel.errors import UsageError
 from skel.mcp.roots import Roots
+from skel.retriever import render
+from skel.retriever.lexical import index_for, words
+from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
+from skel.skeletons.docs import render_skeleton
 
 CHARS_PER_TOKEN = 4  # a rough count for code and English under common tokenizers
 LANGUAGE_FILE = {"triton": "kernel.py", "python": "kernel.py", "cuda": "kernel.cu", "cpp": "kernel.cpp",
@@ -82,8 +86,6 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
         results = api.suggest(file, store=svc.store, kernel=kernel, k=k, bound=bound, target=target, **extra)
     for r in results:
         r.path = shown  # the client's name for the file, not the server's (or a temporary) path
-    from skel.retriever import render
-
     applies = any(render.applies(r) for r in results)
     data: dict[str, Any] = {"schema": "skel.suggest/1", "applies": applies, "target": _target_dict(target),
                             "kernels": [r.to_dict() for r in results]}
@@ -113,8 +115,6 @@ def _inline_name(language: str | None, filename: str | None) -> str:
 def _prompt(results: list, md: str, max_tokens: int) -> str:
     """A markdown block within ``max_tokens``: the prompt renderer when this skel has one,
     else the markdown answer cut at whole suggestions, most useful first."""
-    from skel.retriever import render
-
     prompt = getattr(render, "prompt", None)
     if prompt is not None:
         return str(prompt(results, max_tokens=max_tokens))
@@ -165,8 +165,6 @@ def _cut_lines(block: str, room: int) -> str:
 
 def show(svc: Service, skeleton_id: str, *, backend: str | None = None, arch: str | None = None,
          triton: str | None = None) -> Reply:
-    from skel.skeletons.docs import render_skeleton
-
     target = _target(backend, arch, triton)
     with svc.lock:
         s, evidence = api.show(skeleton_id, store=svc.store, target=target)
@@ -198,9 +196,6 @@ def list_skeletons(svc: Service, *, category: str | None = None, language: str |
 def search(svc: Service, query: str, *, k: int = 10) -> Reply:
     """Skeletons by words: BM25 over each one's documentation and example (the retriever's
     lexical index over the catalog), plus a bonus for words found in its id or title."""
-    from skel.retriever.lexical import index_for, words
-    from skel.skeletons.registry import all_skeletons
-
     if not query or not query.strip():
         raise UsageError("query: give a few words, e.g. 'softmax one pass' or 'split-k'")
     if not 1 <= k <= 100:
@@ -208,7 +203,7 @@ def search(svc: Service, query: str, *, k: int = 10) -> Reply:
     q = words(query)
     with svc.lock:
         raw = index_for(None).scores(q)
-        catalog = all_skeletons()
+        catalog = registry.all_skeletons()
     top = max(raw.values(), default=0.0)
     phrase = query.strip().lower()
     scored: list[tuple[float, str, list[str], Any]] = []

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
+
+import anyio
 
 from skel.errors import VERDICT_EXIT, SkelError, UsageError, VerifyError
 from skel.mcp.roots import Roots
@@ -64,8 +67,6 @@ def environment(device: str | None) -> dict[str, str]:
 async def run(args: list[str], env: dict[str, str], timeout: float, progress: Progress | None,
               cwd: str | None = None) -> dict[str, Any]:
     """Run the child; its verdict JSON, or a SkelError with its one-line message."""
-    import anyio
-
     if not 1 <= timeout <= MAX_TIMEOUT:
         raise UsageError(f"timeout_s={timeout:g}: between 1 and {MAX_TIMEOUT}")
     start = time.monotonic()
@@ -111,8 +112,6 @@ async def run(args: list[str], env: dict[str, str], timeout: float, progress: Pr
 
 
 def _kill_group(pid: int) -> None:
-    import signal
-
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:  # already gone

@@ -12,56 +12,38 @@ installed package or a git tree at a revision.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import multiprocessing
 import os
+import queue
+import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
-from skel.miner import walk
+from skel.embed import Embedder, default_embedder
+from skel.errors import UsageError
+from skel.kernels.extract import extract, hint, language_of
+from skel.kernels.guard import TooSlow, refusal, time_limit
+from skel.kernels.importers import ImportGraph, apply_backend
+from skel.kernels.model import KernelFacts, ParseError
+from skel.miner import stamps, walk
+from skel.miner.report import MineReport
 from skel.miner.sources import Source
 from skel.miner.walk import SourceFile, Skipped
-
-if TYPE_CHECKING:
-    from skel.embed import Embedder
-    from skel.kernels.model import KernelFacts
-    from skel.store.knowledge import KnowledgeBase
+from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
+from skel.store.faults import slow_extraction
+from skel.store.knowledge import KernelRecord, KnowledgeBase, SourceRecord
 
 # (done, total, label): label a file while parsing, "model" (0, 0) while the embedding
 # model finishes (it loads and embeds during the parse), "store" while storing
 Progress = Callable[[int, int, str], None]
 BATCH = 48
-
-
-@dataclass
-class MineReport:
-    source: str
-    version: str
-    root: str
-    files: int = 0  # .py files seen
-    kernel_files: int = 0  # files holding at least one kernel
-    parsed: int = 0  # files parsed this run
-    cached: int = 0  # files whose facts came from the local cache
-    unchanged: int = 0  # files already in the store with the same hash
-    removed: int = 0  # files gone since the last mine
-    kernels: int = 0  # kernels now in the store for this source
-    kernels_written: int = 0
-    techniques: Counter = field(default_factory=Counter)
-    skipped: list[Skipped] = field(default_factory=list)
-    seconds: float = 0.0
-    parse_seconds: float = 0.0
-    # with replace=True, the source of this name mined from elsewhere that was deleted
-    # first: {"origin", "root", "kernels", "files"}; None when nothing was replaced
-    replaced: dict | None = None
-
-    def to_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["techniques"] = dict(sorted(self.techniques.items(), key=lambda kv: (-kv[1], kv[0])))
-        d["skipped"] = [s.__dict__ for s in self.skipped]
-        return d
 
 
 # --- facts, cached by content hash -----------------------------------------------------
@@ -76,12 +58,9 @@ def _extract(job: tuple) -> tuple[str, list[dict] | str]:
     # (rel, text, config tables[, (backend, why) from the importers]): older callers pass three
     rel, text, tables = job[:3]
     backend, why = job[3] if len(job) > 3 else ("", "")
+    # the data-flow view brings libcst (117 ms to import): loaded by the first parse, in a
+    # worker's warm-up; a mine whose files all come from the cache never imports it
     from skel.kernels import flow
-    from skel.kernels.extract import extract, language_of
-    from skel.kernels.guard import refusal
-    from skel.kernels.importers import apply_backend
-    from skel.kernels.model import ParseError
-    from skel.store.faults import slow_extraction
 
     if reason := refusal(text, rel, language_of(rel)):
         return rel, reason
@@ -115,10 +94,8 @@ class FactsCache:
     FORMAT = 2  # 2: each kernel's entry holds the lines evidencing its techniques ("lines")
 
     def __init__(self, root: Path | None) -> None:
-        from skel.skeletons.registry import catalog_fingerprint
-
         self.root = root / "facts" if root else None
-        self.salt = f"{catalog_fingerprint()}:{self.FORMAT}".encode()
+        self.salt = f"{registry.catalog_fingerprint()}:{self.FORMAT}".encode()
 
     def _path(self, digest: str) -> Path:
         assert self.root is not None
@@ -162,13 +139,12 @@ def _transient(value: list[dict] | str) -> bool:
 def _serve(conn, fn: Callable) -> None:
     """A parser worker: imports what parsing needs, says "ready" (so a file's time limit
     never counts a slow start), then one job in, ``fn(job)`` out, until told to stop."""
-    import gc
-
     try:
-        from skel.kernels import cuda, triton  # noqa: F401 - the imports are the warm-up
-        from skel.skeletons.registry import all_skeletons
+        # the imports are the warm-up (libcst, 117 ms; tree-sitter's grammars on first use),
+        # done here so that a file's time limit never counts them
+        from skel.kernels import cuda, triton  # noqa: F401
 
-        all_skeletons()
+        registry.all_skeletons()
     except Exception:  # noqa: BLE001 - the first job reports what is broken, per file
         pass
     # What a job allocates (a tree, its data-flow view, some of it in reference cycles) is
@@ -243,9 +219,6 @@ def isolated(jobs_in: list[tuple], workers: int,
     skip with the reason, and a fresh worker takes the next job. Each worker holds one
     job at a time, so the file that killed it is always known. ``fn`` (a module-level
     function, for spawn) is ``_extract`` but for tests that need a worker to die."""
-    import multiprocessing
-    from multiprocessing.connection import wait
-
     # spawn, not fork: the parent may hold chromadb's threads and sockets
     ctx = multiprocessing.get_context("spawn")
     pending = list(range(len(jobs_in)))[::-1]
@@ -307,9 +280,7 @@ def backends_by_importers(files: list[SourceFile]) -> None:
     marked for that backend (skel/kernels/importers.py) before it is parsed: what the
     importers say is part of its digest. One pass over every file's import lines, then a
     lookup per kernel file: 0.6–0.8 s for sglang's 2,450 files, 1.1–1.5 s for vLLM's 3,230
-    (`python benchmarks/importers.py`)."""
-    from skel.kernels.importers import ImportGraph
-
+    (`python -m benchmarks.performance.importers`)."""
     graph = ImportGraph(lambda stem: ())
     for f in files:
         if f.rel.endswith(".py"):
@@ -362,8 +333,6 @@ def extract_many(files: list[SourceFile], cache: FactsCache, jobs: int,
             if progress:
                 progress(done, total, rel)
     else:
-        from skel.kernels.guard import TooSlow, time_limit
-
         for f in todo:
             try:  # in this process, a slow analysis is stopped by a timer (main thread only)
                 with time_limit(PARSE_SECONDS):
@@ -398,9 +367,6 @@ class Embedding:
     here: vectors are only attached to records in the write loop."""
 
     def __init__(self, embedder: Embedder) -> None:
-        import queue
-        import threading
-
         self.embedder = embedder
         share = getattr(embedder, "sharing_cores", None)
         self._beside: Embedder = share() if callable(share) else embedder
@@ -419,8 +385,6 @@ class Embedding:
     GATHER = 64
 
     def _serve(self) -> None:
-        import queue
-
         stop = False
         while not stop and (job := self._queue.get()) is not None:
             jobs = [job]
@@ -451,8 +415,6 @@ class Embedding:
                 start += len(texts)
 
     def submit(self, texts: list[str]) -> None:
-        from concurrent.futures import Future
-
         texts = [t for t in dict.fromkeys(texts) if t not in self._asked]
         if texts:
             self._asked.update(texts)
@@ -503,10 +465,8 @@ def tag_lines(kernel: KernelFacts) -> tuple[list[str], list[str], dict[str, list
     """``tag`` and, for each technique used, the kernel lines its detection points at:
     history mining compares the facts on those lines before and after a change to tell a
     refined technique from an untouched one."""
-    from skel.skeletons.registry import all_skeletons
-
     uses, fits, lines = [], [], {}
-    for s in all_skeletons():
+    for s in registry.all_skeletons():
         present, applies = s.detect(kernel)
         if present is not None:
             uses.append(s.id)
@@ -546,14 +506,9 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     A name already in the store for code from another origin (another folder named
     ``ops``) raises ``UsageError`` before anything is written, unless ``replace``: then
     that source is deleted first (``report.replaced`` says what went)."""
-    from skel.kernels.model import KernelFacts
-    from skel.store.knowledge import SourceRecord
-
     if isinstance(source, (str, os.PathLike)):
         raise TypeError("mine() takes a Source, e.g. DirectorySource(path), PackageSource(name) "
                         "or GitSource(repo, rev) from skel.miner.sources")
-    from skel.miner import stamps
-
     t0 = time.perf_counter()
     name, version = source.name, source.version
     unchanged = stamps.unchanged_report(kb.location, source)
@@ -576,8 +531,6 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     walk_skipped = list(report.skipped)
     backends_by_importers(files)
 
-    from skel.embed import default_embedder
-
     # before any write: a mine with another model than the store's changes nothing (the
     # embedder is only constructed here; its model loads on first use, on the embedding
     # thread while the files are parsed)
@@ -590,9 +543,7 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     # A file is up to date in the store when neither its content nor the catalog changed:
     # a new or edited skeleton must re-tag every mined kernel (facts still come from the
     # content-keyed cache, so this costs detection and embedding, not parsing).
-    from skel.skeletons.registry import catalog_fingerprint
-
-    catalog = catalog_fingerprint()
+    catalog = registry.catalog_fingerprint()
     stamp = {f.rel: hashlib.sha1(f"{f.digest}:{catalog}".encode()).hexdigest() for f in files}
     known = kb.file_hashes(name)
     changed = [f for f in files if known.get(f.rel) != stamp[f.rel]]
@@ -632,8 +583,6 @@ def _store(kb: KnowledgeBase, source: Source, report: MineReport, changed: list[
            progress: Progress | None) -> None:
     """Write the changed files' kernels, batch by batch, in the order that keeps an
     interrupted mine resumable (see the module's docstring)."""
-    from skel.store.knowledge import KernelRecord
-
     name, version = source.name, source.version
     tests = test_map([f for f in files if f.is_test])
     writes: list[tuple[SourceFile, list]] = []
@@ -709,8 +658,6 @@ def claim_name(kb: KnowledgeBase, source: Source, *, replace: bool) -> dict | No
     """Make sure mining ``source`` under its name deletes nothing it was not asked to: the
     name is free, or it already stands for the same origin (a re-mine), or ``replace``
     deletes the other source first (what was deleted comes back). Otherwise UsageError."""
-    from skel.errors import UsageError
-
     prior = kb.source(source.name)
     if prior is None or same_origin(prior.origin, prior.root, source):
         return None
@@ -748,6 +695,4 @@ def same_origin(origin: str, root: str, source: Source) -> bool:
 
 def walk_hint(text: str, rel: str) -> bool:
     """Can this file hold a unit of its language (a Triton kernel, a CUDA kernel or binding)?"""
-    from skel.kernels.extract import hint
-
     return hint(text, rel)

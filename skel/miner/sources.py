@@ -39,6 +39,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Generator, Iterator
 
+from skel.kernels.configs import CONFIG_TABLE_DIR, config_tables_in
 from skel.miner import walk
 from skel.miner.walk import Skipped, SourceFile
 
@@ -372,8 +373,6 @@ class GitSource(Source):
         return entries
 
     def items(self) -> Iterator[Item]:
-        from skel.kernels.configs import CONFIG_TABLE_DIR, config_tables_in
-
         plan: list[tuple[str, str | Item]] = []  # (rel, object to read | decided item)
         entries = self._entries()
         tables = config_tables_in([e[4] for e in entries if e[1] == "blob"])

@@ -26,20 +26,17 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skel.miner import walk
-
-if TYPE_CHECKING:
-    from skel.miner.mine import MineReport
-    from skel.miner.sources import Source
+from skel.miner.report import MineReport
+from skel.miner.sources import DirectorySource, Source
+from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
+from skel.store.knowledge import check_intact, mined_manifest
 
 RACY_SECONDS = 2.0
 
 
 def _manifest(location: str, name: str) -> Path:
-    from skel.store.knowledge import mined_manifest
-
     return mined_manifest(location, name)
 
 
@@ -51,9 +48,6 @@ def source_stamp(source: Source) -> str | None:
     """A digest of the source's identity and of every visited file's and folder's size
     and modification time; None when it has none (not on disk, or modified too recently
     for its stamp to be trusted)."""
-    from skel.miner.sources import DirectorySource
-    from skel.skeletons.registry import catalog_fingerprint
-
     if not isinstance(source, DirectorySource):
         return None
     entries = _walk_stamps(source.path)
@@ -63,7 +57,7 @@ def source_stamp(source: Source) -> str | None:
     if newest > (time.time() - RACY_SECONDS) * 1e9:
         return None
     h = hashlib.sha1(json.dumps([source.name, source.version, str(Path(source.path).resolve()), source.prefix,
-                                 catalog_fingerprint(), walk.MAX_BYTES]).encode())
+                                 registry.catalog_fingerprint(), walk.MAX_BYTES]).encode())
     for rel, size, mtime in entries:
         h.update(f"{rel}\0{size}\0{mtime}\n".encode())
     return h.hexdigest()
@@ -106,8 +100,6 @@ def _walk_stamps(root: Path) -> list[tuple[str, int, int]] | None:
 def unchanged_report(location: str, source: Source) -> MineReport | None:
     """The report of the last complete mine of ``source`` into the store at ``location``,
     as an unchanged re-mine gives it, when nothing it read has changed since; else None."""
-    from skel.miner.mine import MineReport
-
     if not _local(location):
         return None
     t0 = time.perf_counter()
@@ -119,8 +111,6 @@ def unchanged_report(location: str, source: Source) -> MineReport | None:
         return None
     if saved["stamp"] != source_stamp(source):
         return None
-    from skel.store.knowledge import check_intact
-
     # the stamps say the files are as mined, not that the store still holds them: a damaged
     # store is refused here as the full path refuses it (cached: a stat and a 16-byte read)
     check_intact(location)

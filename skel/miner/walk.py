@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from skel.kernels import extractor_version  # derived from the extractor's sources
+from skel.kernels.configs import config_tables_beside
+from skel.kernels.extract import SUFFIXES
 from skel.kernels.guard import MAX_BYTES  # larger files are generated tables, not kernels
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv",
              ".mypy_cache", ".pytest_cache", ".eggs", "build", "dist", "site-packages"}
@@ -64,8 +67,6 @@ class Skipped:
 
 
 def digest(data: bytes) -> str:
-    from skel.kernels import extractor_version  # derived from the extractor's sources
-
     return hashlib.sha1(extractor_version().encode() + b"\0" + data).hexdigest()
 
 
@@ -153,8 +154,6 @@ def _read(path: Path, rel: str) -> SourceFile | Skipped:
         return Skipped(rel, f"unreadable: {exc.strerror or exc}")
     item = decode(rel, data)
     if isinstance(item, SourceFile):
-        from skel.kernels.configs import config_tables_beside
-
         item.with_tables(config_tables_beside(path))
     return item
 
@@ -169,8 +168,6 @@ def skip_dir(name: str) -> bool:
 def wanted(name: str) -> bool:
     """True for a file name worth reading (inside a folder; a file named on its own is read):
     Python (Triton) and C++/CUDA sources."""
-    from skel.kernels.extract import SUFFIXES
-
     return name.lower().endswith(SUFFIXES)
 
 

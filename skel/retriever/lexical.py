@@ -15,12 +15,18 @@ the benchmarks use).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import re
 from collections import Counter, OrderedDict
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
+from skel.skeletons.pairs import example_path
+from skel.store.knowledge import cache_dir
 
 if TYPE_CHECKING:
     from skel.store.knowledge import KnowledgeBase
@@ -94,15 +100,8 @@ def _catalog_words() -> dict[str, Counter]:
     """Each skeleton's own words (docs + its example file), once per process, and kept on
     disk by a hash of those texts: tokenising them costs ~100 ms a `skel suggest` need
     not pay twice."""
-    import hashlib
-    import json
-
-    from skel.skeletons.examples import example_path
-    from skel.skeletons.registry import all_skeletons
-    from skel.store.knowledge import cache_dir
-
     texts = {}
-    for s in all_skeletons():
+    for s in registry.all_skeletons():
         path = example_path(s.id)
         # the raw example file (before and after kernels) rather than the parsed template:
         # the same words, without parsing 34 files on every `skel suggest`

@@ -82,7 +82,7 @@ TINY_WAVES_NO_COUNTERS = 0.25  # the same, stricter, when no counter can confirm
 LOW_OCCUPANCY = 25.0  # achieved occupancy (% of the SM's warp slots) too low to hide latency
 HEAVY_REGISTERS = 128  # registers per thread that alone cap occupancy at 25 % (64K regs / SM)
 
-# Nsight Compute metric names (what `ncu --metrics` is given; benchmarks/profile_samples_gpu.sh)
+# Nsight Compute metric names (what `ncu --metrics` is given; benchmarks/gpu/profile_samples_gpu.sh)
 SM = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEMORY = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 DRAM = "dram__throughput.avg.pct_of_peak_sustained_elapsed"

@@ -34,8 +34,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from skel.retriever.render import _checked_line, _evidence_line, _verified_line, split_why, template_diff
 from skel.retriever.suggest import TIERS, KernelResult, Suggestion
+from skel.retriever.wording import checked_line, evidence_line, split_why, template_diff, verified_line
 
 CHARS_PER_TOKEN = 3
 DEFAULT_MAX_TOKENS = 1500
@@ -153,9 +153,9 @@ class _Block:
             "diff": "```diff\n" + template_diff(s) + "\n```" if s.before or s.after else "",
             "location": (f"Seen in: {s.evidence[0].source} `{s.evidence[0].file}:{s.evidence[0].line}` "
                          f"({s.evidence[0].function})") if s.evidence else "",
-            "evidence": _clip(f"Evidence: {_verified_line(s)}; "
-                              + (f"hand-checked: {_checked_line(s)}; " if s.track_record else "")
-                              + _evidence_line(s)
+            "evidence": _clip(f"Evidence: {verified_line(s)}; "
+                              + (f"hand-checked: {checked_line(s)}; " if s.track_record else "")
+                              + evidence_line(s)
                               + "".join(f"; {c}" for c in s.caveats if not c.startswith("missing: ")), 500),
             "check": f"Check: `{verify_command(r.path, s.id)}`",
         }

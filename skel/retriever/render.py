@@ -2,48 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 
 from skel.retriever.suggest import KernelResult, Suggestion
-
-
-def template_diff(s: Suggestion) -> str:
-    """The before → after template as a unified diff: the change, not two copies."""
-    lines = difflib.unified_diff(s.before.splitlines(), s.after.splitlines(), "before", "after",
-                                 lineterm="", n=2)
-    return "\n".join(list(lines)[2:])  # drop the ---/+++ header
-
-
-_WHY_LINES = re.compile(r"^(?P<detail>.*?)(?: \(line (?P<lines>\d+(?:, \d+)*)\))?$", re.S)
-
-
-def split_why(why: str) -> tuple[str, list[int]]:
-    """A why-line's detail and its line numbers: ``Hit.__str__`` (skeletons.conditions)
-    writes them as a trailing "(line 29, 30, 31)"; none when the fact has no line."""
-    m = _WHY_LINES.match(why)
-    assert m is not None  # the pattern matches any string
-    return m["detail"], [int(n) for n in (m["lines"] or "").split(", ") if n]
-
-
-def _evidence_line(s: Suggestion) -> str:
-    if not s.occurrences:
-        line = "no mined kernel uses it yet"
-    else:
-        where = ", ".join(s.sources[:4])
-        line = f"used by {s.occurrences} mined kernel{'s' if s.occurrences != 1 else ''} in {where}"
-    return f"{line}; {s.history}" if s.history else line
-
-
-def _verified_line(s: Suggestion) -> str:
-    """What the verification runs say, in one line ("validated: 1.42x on NVIDIA H200, Triton 3.6: 3 kernels")."""
-    return f"{s.status}: {s.verification.line}"
-
-
-def _checked_line(s: Suggestion) -> str:
-    """How often people judged this skeleton's suggestions right on real kernels, or ""."""
-    return s.track_record["line"] if s.track_record else ""
+from skel.retriever.wording import checked_line, evidence_line, split_why, template_diff, verified_line
 
 
 def _dropped_lines(r: KernelResult) -> list[str]:
@@ -127,14 +89,14 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
                 out.append(f"     why: {w}")
             for c in s.caveats:
                 out.append(f"     caveat: {c}")
-            out.append(f"     evidence: {_evidence_line(s)}")
+            out.append(f"     evidence: {evidence_line(s)}")
             for loc in s.evidence:
                 sim = f"  similarity {loc.similarity:.2f}" if loc.similarity is not None else ""
                 tests = f"  tests: {', '.join(loc.tests)}" if loc.tests else ""
                 out.append(f"       - {loc}{sim}{tests}")
-            out.append(f"     verified: {_verified_line(s)}")
+            out.append(f"     verified: {verified_line(s)}")
             if s.track_record:
-                out.append(f"     hand-checked: {_checked_line(s)}")
+                out.append(f"     hand-checked: {checked_line(s)}")
             comps = " ".join(f"{k}={v:.2f}" for k, v in s.components.items())
             out.append(f"     rank: {comps}")
             if show_template:
@@ -182,11 +144,11 @@ def markdown(results: list[KernelResult]) -> str:
             out.extend(f"- {w}" for w in s.why)
             out.extend(f"- caveat: {c}" for c in s.caveats)
             out.append("")
-            out.append(f"**Evidence**: {_evidence_line(s)}")
+            out.append(f"**Evidence**: {evidence_line(s)}")
             out.extend(f"- `{loc.source}` `{loc.file}:{loc.line}` `{loc.function}`" for loc in s.evidence)
-            out.append(f"- verified: {_verified_line(s)}")
+            out.append(f"- verified: {verified_line(s)}")
             if s.track_record:
-                out.append(f"- hand-checked: {_checked_line(s)}")
+                out.append(f"- hand-checked: {checked_line(s)}")
             out.append("")
             out.append("```diff")
             out.append(template_diff(s))
@@ -202,6 +164,7 @@ def as_json(results: list[KernelResult]) -> str:
 def prompt(results: list[KernelResult], max_tokens: int = 1500) -> str:
     """One markdown block fitted to ``max_tokens`` estimated tokens, most useful first
     (``skel.retriever.prompt``: what goes first, how tokens are estimated)."""
+    # with the SARIF format: 3 ms to import, which the default (text) `skel suggest` must not pay
     from skel.retriever.prompt import prompt as fitted
 
     return fitted(results, max_tokens)
@@ -209,6 +172,6 @@ def prompt(results: list[KernelResult], max_tokens: int = 1500) -> str:
 
 def sarif(results: list[KernelResult], base: str | None = None) -> str:
     """SARIF 2.1.0 for code scanning: one result per suggestion (``skel.retriever.sarif``)."""
-    from skel.retriever.sarif import sarif_log
+    from skel.retriever.sarif import sarif_log  # see prompt(): loaded for its format only
 
     return json.dumps(sarif_log(results, base), indent=2)

@@ -16,8 +16,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from skel.retriever.prompt import verify_command
-from skel.retriever.render import split_why
 from skel.retriever.suggest import KernelResult, Suggestion
+from skel.retriever.wording import split_why
+from skel.skeletons import registry
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -25,6 +26,7 @@ _MAX_LOCATIONS = 10  # why-lines of one result; more would bury the first in the
 
 
 def _version() -> str:
+    # 12 ms to import, which `skel suggest --triton X` never pays otherwise: only this format needs it
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -42,9 +44,7 @@ def _artifact(path: str, base: Path) -> dict:
 
 
 def _rule(skeleton_id: str, s: Suggestion) -> dict:
-    from skel.skeletons.registry import get
-
-    doc = get(skeleton_id).doc.strip()
+    doc = registry.get(skeleton_id).doc.strip()
     return {
         "id": skeleton_id,
         "name": "".join(w.capitalize() for w in skeleton_id.split("-")),

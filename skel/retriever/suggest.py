@@ -65,7 +65,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from skel.errors import NoKernelError, SuggestError
+from skel.kernels.configs import config_tables_beside
+from skel.kernels.extract import WANTED, extract, language_of
+from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
+from skel.kernels.importers import needs_importers, settle_backends_on_disk
+from skel.kernels.model import ParseError
 from skel.retriever.lexical import lexical_scores
+from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
 from skel.skeletons.base import BOUNDS, Status, Target, foothold, version_tuple
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications, track_record_of
@@ -183,11 +189,6 @@ ANALYSIS_SECONDS = float(os.environ.get("SKEL_ANALYSIS_SECONDS", "60"))
 
 def load_kernels(path: str | Path, kernel: str | None = None):
     """Facts of the kernels in a file. Raises SuggestError with a one-line reason."""
-    from skel.kernels.configs import config_tables_beside
-    from skel.kernels.extract import WANTED, extract, language_of
-    from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
-    from skel.kernels.model import ParseError
-
     p = Path(path)
     if not p.exists():
         raise SuggestError(f"{p}: no such file")
@@ -233,12 +234,10 @@ def load_kernels(path: str | Path, kernel: str | None = None):
         while len(_EXTRACTED) > _KEEP_FILES:
             _EXTRACTED.popitem(last=False)
     _EXTRACTED.move_to_end(key)
-    from skel.kernels.importers import needs_importers, settle_backends_on_disk
-
     if needs_importers(kernels) or any(k.backend_reason for k in kernels):
         # every module of its package that imports this file may do so under `if _is_hip:`,
         # or call the function launching a kernel only there: read again on each call, as
-        # other files may have changed (`python benchmarks/importers.py` measures the cost);
+        # other files may have changed (`python -m benchmarks.performance.importers` measures the cost);
         # the callers of launchers only for the kernel asked about, when one is
         settle_backends_on_disk(p, kernels, [kernel] if kernel else None)
     if kernel:
@@ -258,8 +257,6 @@ def load_kernels(path: str | Path, kernel: str | None = None):
 def _helpers_only(text: str, p: Path) -> str:
     """The reason a file with `@triton.jit` (or `__device__`) functions has no kernel: all
     are device helpers."""
-    from skel.kernels.extract import extract, language_of
-
     helpers = [k.name for k in extract(text, str(p), helpers=True)]
     if not helpers:
         return ""
@@ -307,7 +304,7 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
 
 
 def _default_embedder() -> Embedder:
-    from skel.embed import default_embedder
+    from skel.embed import default_embedder  # skel.embed: 5 ms to import; a suggest without a store never embeds
 
     return default_embedder()
 
@@ -340,14 +337,12 @@ def _assess(kf: KernelFacts, target: Target) -> list:
     """Every skeleton's assessment of ``kf`` (kept per facts object and target: facts are
     not changed once extracted, and `load_kernels` hands back the same objects for an
     unchanged file)."""
-    from skel.skeletons.registry import all_skeletons
-
     by_target = _ASSESSED.get(id(kf))
     if by_target is None:
         by_target = _ASSESSED[id(kf)] = {}
         weakref.finalize(kf, _ASSESSED.pop, id(kf), None)
     if target not in by_target:
-        by_target[target] = [s.assess(kf, target) for s in all_skeletons() if kf.language in s.languages]
+        by_target[target] = [s.assess(kf, target) for s in registry.all_skeletons() if kf.language in s.languages]
     return by_target[target]
 
 
@@ -507,15 +502,13 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
     in a line, then the skeleton's own conditions on this kernel — what holds (with lines),
     what fails, the environment, the authors' words. The same assessment the ranking used
     (kept per facts object), so it cannot disagree with the list."""
-    from skel.skeletons.registry import get
-
     target, _ = _target_for(kf, target)
     by_id = {a.skeleton.id: a for a in _assess(kf, target)}
     shown = {s.id: (i, s) for i, s in enumerate(result.suggestions, 1)}
     dropped = {d["id"]: d for d in result.dropped}
     out = []
     for sid in ids:
-        sk = get(sid)
+        sk = registry.get(sid)
         a = by_id.get(sid)
         entry: dict = {"id": sid, "verdict": "", "present": [], "holds": [], "fails": [], "environment": []}
         if a is None:

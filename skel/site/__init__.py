@@ -97,6 +97,8 @@ def writing(path: Path) -> Iterator[Path]:
 def build(snap: CatalogSnapshot, out: str | Path,
           progress: Callable[[int, int, str], None] | None = None) -> SiteReport:
     """Write the whole site for ``snap`` into OUT."""
+    # pages need the site extra (jinja2's markupsafe at import): imported here, so that
+    # without it require() says what to install instead of an ImportError
     from skel.site.pages import catalog_markdown, render_site, site_json
 
     require()

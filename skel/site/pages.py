@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from skel.site import plots
 from skel.site.text import blocks, diff, inline, slug
+from skel.skeletons.base import DOC_HEADINGS, doc_sections
 
 if TYPE_CHECKING:
     from skel.api import CatalogSnapshot, SkeletonEvidence
@@ -47,7 +48,7 @@ class Pages:
 
 
 def environment():
-    import jinja2
+    import jinja2  # jinja2: 26 ms to import, and the optional site extra (skel.site.require says so)
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
@@ -210,8 +211,6 @@ def render_site(snap: CatalogSnapshot, out: Path, *, generated: str,
 
 
 def _sections(s: Skeleton) -> list[tuple[str, str]]:
-    from skel.skeletons.base import DOC_HEADINGS, doc_sections
-
     found = doc_sections(s.doc)
     return [(h, found.get(h, "")) for h in DOC_HEADINGS]
 

@@ -11,6 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from skel import api
+from skel.site.pages import catalog_markdown
+
 START = "<!-- skel:catalog:start -->"
 END = "<!-- skel:catalog:end -->"
 #: the environment the shipped evidence was measured on (skel/data/verifications.jsonl)
@@ -18,9 +21,6 @@ TARGET = {"backend": "cuda", "arch": "sm90", "triton": "3.6.0"}
 
 
 def generated_table() -> str:
-    from skel import api
-    from skel.site.pages import catalog_markdown
-
     snap = api.catalog_snapshot(store=None, use_store=False,
                                 target=api.parse_target(TARGET["backend"], TARGET["arch"], TARGET["triton"]))
     return catalog_markdown(snap)

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skel.site import ASSETS, prepare, require, writing
+from skel.site import ASSETS, plots, prepare, require, writing
+from skel.site.pages import _save, environment
+from skel.verifier.report import MEANING
 
 if TYPE_CHECKING:
     from skel.verifier.run import VerifyResult
@@ -17,10 +19,6 @@ if TYPE_CHECKING:
 
 def write_report(result: VerifyResult, out: str | Path) -> Path:
     """Write DIR/index.html (and its plots) for ``result``; returns the page's path."""
-    from skel.site import plots
-    from skel.site.pages import _save, environment
-    from skel.verifier.report import MEANING
-
     require()
     path = prepare(out)
     with writing(path) as tmp:

@@ -2,9 +2,9 @@
 applies, a before → after template, documentation under fixed headings, a status and
 evidence.
 
-Each skeleton lives in its own module under ``skel/skeletons/catalog/``. The module
-docstring *is* its documentation, under these headings (the registry refuses a module
-that lacks one)::
+Each skeleton lives in its own folder, ``skel/skeletons/catalog/<id>/`` (see ``registry``).
+Its ``skeleton.py`` docstring *is* its documentation, under these headings (the registry
+refuses a skeleton that lacks one)::
 
     ## What it does
     ## Why it is faster
@@ -54,6 +54,10 @@ class Status(str, Enum):
 
 
 BOUNDS = ("memory", "compute", "latency", "occupancy")
+
+#: what ``python -m skel.skeletons.new`` leaves wherever a person must write something: a
+#: skeleton still holding it is refused, so a scaffold never ships by accident
+SCAFFOLD_MARKER = "FILL IN"
 
 #: conditions every launched kernel meets: they point at a line of the kernel but say nothing
 #: about a technique, so they are no foothold for a near miss or a related suggestion
@@ -243,7 +247,7 @@ class Skeleton:
     doc: str
     present: Condition
     preconditions: list[Condition]
-    # The shown before/after template, derived from skeletons/examples/<id>.py on first use
+    # The shown before/after template, derived from catalog/<id>/example.py on first use
     # (the registry sets it): parsing 34 example files costs ~60 ms that `skel suggest`
     # only pays for the suggestions it shows.
     template_source: Callable[[], tuple[str, str]] | None = field(default=None, repr=False, compare=False)
@@ -269,18 +273,11 @@ class Skeleton:
     # "cuda". A unit of another language is never assessed: its conditions are written
     # against facts that language's extractor fills.
     languages: tuple[str, ...] = ("triton",)
-
-    @property
-    def subject(self) -> Condition | None:
-        """The operation the technique rewrites: the first precondition that is neither
-        generic (``kernel-entry``) nor a negation (``~dot``): `natural-exp` for exp2
-        folding, `tuned-block-sets-grid` for a grid lambda. Catalog entries list it first.
-        A technique whose subject is missing from a kernel is not related to it, whatever
-        words they share."""
-        for c in self.preconditions:
-            if c.name not in GENERIC_CONDITIONS and not c.name.startswith("~"):
-                return c
-        return None
+    # The operation the technique rewrites, one of ``preconditions`` (the same object), never
+    # generic (``kernel-entry``) nor a negation (``~dot``): `natural-exp` for exp2 folding,
+    # `tuned-block-sets-grid` for a grid lambda. A technique whose subject is missing from a
+    # kernel is not related to it, whatever words they share. Required (``validate``).
+    subject: Condition | None = None
 
     @property
     def before(self) -> str:
@@ -426,7 +423,7 @@ def validate(s: Skeleton) -> None:
     if not ID_RE.match(s.id or ""):
         problems.append(f"id {s.id!r} is not kebab-case")
     if s.template_source is None:
-        problems.append("no runnable example pair (skel/skeletons/examples/<id>.py) to show as its template")
+        problems.append("no runnable example pair (skel/skeletons/catalog/<id>/example.py) to show as its template")
     for attr in ("title", "summary"):
         if not (getattr(s, attr) or "").strip():
             problems.append(f"missing {attr}")
@@ -442,9 +439,16 @@ def validate(s: Skeleton) -> None:
         problems.append("missing `present` condition (how to tell the technique is already used)")
     if not all(isinstance(c, Condition) for c in (*s.preconditions, *s.refine)):
         problems.append("preconditions and refine conditions must be Condition values")
+    if s.subject is None or not any(c is s.subject for c in s.preconditions):
+        problems.append("`subject=` must name one of its preconditions (the operation the technique rewrites)")
+    elif s.subject.name in GENERIC_CONDITIONS or s.subject.name.startswith("~"):
+        problems.append(f"subject {s.subject.name!r} is generic or a negation: name the operation rewritten")
     for b in s.helps:
         if b not in BOUNDS:
             problems.append(f"unknown bound {b!r} in helps")
+    texts = [s.title, s.summary, s.doc, *(c.describe for c in (s.present, *s.preconditions, *s.refine) if c)]
+    if any(SCAFFOLD_MARKER in (x or "") for x in texts):
+        problems.append(f"still a scaffold: fill in every '{SCAFFOLD_MARKER}' (title, summary, doc, conditions)")
     sections = doc_sections(s.doc)
     for h in DOC_HEADINGS:
         if not sections.get(h):

@@ -72,15 +72,15 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     out += [f"- requires: {p.describe}" + (" (soft: a near miss without it)" if p.soft else "")
             for p in s.preconditions]
     out += [f"- when present, complete with: {r.describe}" for r in s.refine]
-    env = [f"backends {'/'.join(c['backends'])}"]
-    if c["min_cc"]:
-        env.append(f"sm_{c['min_cc']}+")
-    if c["triton"]:
-        env.append(f"triton {c['triton']}")
+    env = [f"backends {'/'.join(s.env.backends)}"]  # what conditions() lists, read typed from the skeleton
+    if s.env.min_cc:
+        env.append(f"sm_{s.env.min_cc}+")
+    if s.env.triton:
+        env.append(f"triton {s.env.triton}")
     out.append(f"- environment: {', '.join(env)}")
-    out += [f"- known bad: {b}" for b in c["known_bad"]]
-    if c["helps"]:
-        out.append(f"- addresses: {', '.join(c['helps'])}-bound kernels")
+    out += [f"- known bad: {b.reason}" for b in s.env.known_bad]
+    if s.helps:
+        out.append(f"- addresses: {', '.join(s.helps)}-bound kernels")
     out += ["", f"{h}Example: before", "```python" if md else "", s.before.strip("\n"), "```" if md else "",
             f"{h}Example: after", "```python" if md else "", s.after.strip("\n"), "```" if md else "",
             f"{h}References", sections.get("References", ""), ""]

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from skel.kernels.extract import extract
+
 MARKER = re.compile(r"^\s*(?:#|//)\s*skel:\s*(match|ok|uses|near|refine|complete)\s+([a-z0-9-]+)\s*$")
 
 
@@ -33,12 +35,11 @@ class Expectation:
     skeleton_id: str
 
     def __str__(self) -> str:
-        return f"{Path(self.path).name}:{self.line}:{self.kernel} {self.kind} {self.skeleton_id}"
+        p = Path(self.path)  # `online_softmax/fixtures.py`: every fixtures file has the same name
+        return f"{p.parent.name}/{p.name}:{self.line}:{self.kernel} {self.kind} {self.skeleton_id}"
 
 
 def read(path: Path) -> list[Expectation]:
-    from skel.kernels.extract import extract
-
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     out: list[Expectation] = []
@@ -55,6 +56,4 @@ def read(path: Path) -> list[Expectation]:
 
 
 def kernels_by_name(path: Path) -> dict:
-    from skel.kernels.extract import extract
-
     return {k.name: k for k in extract(path.read_text(encoding="utf-8"), str(path))}

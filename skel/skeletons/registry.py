@@ -1,21 +1,34 @@
-"""Discovers the catalog: every module in ``skel.skeletons.catalog`` defining SKELETON.
+"""Discovers the catalog: one folder per skeleton under ``skel/skeletons/catalog/``.
 
-Adding a skeleton is adding one module (and its fixtures file); nothing else lists them.
+A skeleton is a folder ``catalog/<id_with_underscores>/`` holding everything about it:
+
+- ``skeleton.py`` defines ``SKELETON`` (its conditions, subject and environment) and is its
+  documentation (the module docstring, under ``base.DOC_HEADINGS``);
+- ``example.py`` is its runnable before → after pair, the template shown (``pairs``);
+- ``fixtures.py`` (``.cu``/``.cpp``/``.cuh`` for CUDA C++), and any ``fixtures_*`` beside it,
+  hold kernels that must and must not match (``expectations``), read by the one table-driven
+  test over all skeletons (``tests/test_catalog.py``).
+
+Adding a skeleton is adding that folder (``python -m skel.skeletons.new ID`` scaffolds it);
+nothing else lists skeletons: tests, docs, the README's table and the site read them from here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import pkgutil
 from functools import lru_cache, partial
 from pathlib import Path
 
 from skel.errors import NotFoundError, SkeletonError
-from skel.skeletons.base import Skeleton, validate
-from skel.skeletons.examples import example_path, template
+from skel.kernels import extractor_version
+from skel.skeletons.base import SCAFFOLD_MARKER, Skeleton, validate
+from skel.skeletons.pairs import example_path, template
 
 CATALOG_PACKAGE = "skel.skeletons.catalog"
-FIXTURES_DIR = Path(__file__).parent / "fixtures"
+CATALOG_DIR = Path(__file__).parent / "catalog"
+FIXTURE_SUFFIXES = (".py", ".cu", ".cpp", ".cuh")
 
 
 def _pair(skeleton_id: str) -> tuple[str, str]:
@@ -31,7 +44,10 @@ def all_skeletons() -> tuple[Skeleton, ...]:
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
-        mod = importlib.import_module(f"{CATALOG_PACKAGE}.{info.name}")
+        if not info.ispkg:
+            raise SkeletonError(f"{CATALOG_PACKAGE}.{info.name}: a skeleton is a folder "
+                                f"(catalog/{info.name}/skeleton.py)")
+        mod = importlib.import_module(f"{CATALOG_PACKAGE}.{info.name}.skeleton")
         sk = getattr(mod, "SKELETON", None)
         if not isinstance(sk, Skeleton):
             raise SkeletonError(f"{mod.__name__} defines no SKELETON")
@@ -41,12 +57,24 @@ def all_skeletons() -> tuple[Skeleton, ...]:
         if example_path(sk.id).is_file():  # the runnable pair is the template shown, read when asked
             sk.template_source = partial(_pair, sk.id)
         validate(sk)
+        _refuse_scaffold(sk.id)
         if info.name != sk.id.replace("-", "_"):
-            raise SkeletonError(f"{mod.__name__}: module name must be the id with underscores ({sk.id})")
+            raise SkeletonError(f"{mod.__name__}: folder name must be the id with underscores ({sk.id})")
         if sk.id in found:
             raise SkeletonError(f"duplicate skeleton id {sk.id}")
         found[sk.id] = sk
     return tuple(found[i] for i in sorted(found))
+
+
+def _refuse_scaffold(skeleton_id: str) -> None:
+    """A skeleton folder whose pair or fixtures still hold the scaffold's marker is refused
+    (``validate`` checks the rule's own texts)."""
+    folder = CATALOG_DIR / skeleton_id.replace("-", "_")
+    left = [p.name for p in sorted(folder.iterdir()) if p.name.startswith(("example", "fixtures"))
+            and p.is_file() and SCAFFOLD_MARKER in p.read_text(encoding="utf-8", errors="replace")]
+    if left:
+        raise SkeletonError(f"skeleton {skeleton_id}: still a scaffold: fill in every '{SCAFFOLD_MARKER}' in "
+                            f"{', '.join(left)} (catalog/{folder.name}/)")
 
 
 def get(skeleton_id: str) -> Skeleton:
@@ -59,25 +87,44 @@ def get(skeleton_id: str) -> Skeleton:
 
 @lru_cache(maxsize=1)
 def catalog_fingerprint() -> str:
-    """A hash of every catalog module's source (and the shared condition, predicate and flow
+    """A hash of every skeleton's rule (and the shared condition, pattern, predicate and flow
     code): it changes whenever what a skeleton detects may have changed, so mined tags can
     be refreshed."""
-    import hashlib
-
-    from skel.kernels import extractor_version
-
     h = hashlib.sha1(extractor_version().encode())  # the data-flow view lives in skel.kernels
     here = Path(__file__).parent
-    for p in sorted([*here.glob("catalog/*.py"), *here.glob("predicates/*.py"),
-                     here / "conditions.py", here / "base.py"]):
+    for p in sorted([*here.glob("catalog/*/skeleton.py"), *here.glob("predicates/*.py"),
+                     here / "conditions.py", here / "patterns.py", here / "base.py"]):
         h.update(str(p.relative_to(here)).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 
 
 def fixture_path(skeleton_id: str) -> Path:
-    """The skeleton's fixtures file: ``<id>.py`` for Triton, ``<id>.cu``/``.cpp`` for CUDA C++."""
-    stem = skeleton_id.replace("-", "_")
-    for suffix in (".py", ".cu", ".cpp", ".cuh"):
-        if (FIXTURES_DIR / f"{stem}{suffix}").exists():
-            return FIXTURES_DIR / f"{stem}{suffix}"
-    return FIXTURES_DIR / f"{stem}.py"
+    """The skeleton's fixtures file: ``catalog/<id>/fixtures.py`` for Triton, ``fixtures.cu``
+    (or ``.cpp``/``.cuh``) for CUDA C++."""
+    folder = CATALOG_DIR / skeleton_id.replace("-", "_")
+    for suffix in FIXTURE_SUFFIXES:
+        if (folder / f"fixtures{suffix}").exists():
+            return folder / f"fixtures{suffix}"
+    return folder / "fixtures.py"
+
+
+def fixture_name(path: Path) -> str:
+    """A fixtures file's name unique across the catalog, for copying fixtures side by side:
+    its skeleton's folder plus what follows ``fixtures`` (``online_softmax.py``,
+    ``launch_pdl_training_ops.py``, ``cp_async_multistage.cu``)."""
+    return path.parent.name + path.name[len("fixtures"):]
+
+
+def fixture_file(name: str) -> Path:
+    """The fixtures file called ``name`` by ``fixture_name``. Raises NotFoundError."""
+    for p in fixture_files():
+        if fixture_name(p) == name:
+            return p
+    raise NotFoundError(f"no fixtures file {name!r} in the catalog")
+
+
+def fixture_files(*suffixes: str) -> list[Path]:
+    """Every fixtures file of the catalog (``fixtures.*`` and ``fixtures_*.*`` in each
+    skeleton's folder), sorted; only those ending in ``suffixes`` when given."""
+    wanted = suffixes or FIXTURE_SUFFIXES
+    return sorted(p for p in CATALOG_DIR.glob("*/fixtures*") if p.suffix in wanted)

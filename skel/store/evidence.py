@@ -116,8 +116,8 @@ class Verification:
         return cls(**d)
 
 
-#: Runs made on the GPU machine by ``benchmarks/verify_catalog.py`` and
-#: ``benchmarks/verify_suite.py``, shipped so a new user sees statuses without a GPU.
+#: Runs made on the GPU machine by ``benchmarks/evidence/verify_catalog.py`` and
+#: ``benchmarks/evidence/verify_suite``, shipped so a new user sees statuses without a GPU.
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "verifications.jsonl"
 
 

@@ -1,7 +1,7 @@
 """Test-only fault hooks: kill this process at its Nth store write; make one file's
 extraction hang.
 
-The reliability suite (tests/reliability, benchmarks/reliability.py) must kill a mine at
+The reliability suite (tests/reliability, benchmarks/reliability/reliability.py) must kill a mine at
 exact, reproducible points *inside* store writes, which random delays rarely hit. With
 ``SKEL_FAULT_KILL_AT=N`` the process sends itself SIGKILL just before its Nth write
 (counting from 1); ``N:MS`` starts a timer instead that fires MS milliseconds after the

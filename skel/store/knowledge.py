@@ -21,17 +21,22 @@ constant one-dimensional placeholder.
 
 from __future__ import annotations
 
+import atexit
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import urlparse
 
 from skel.errors import StoreError
-from skel.store import faults, snapshot
+from skel.store import faults, generation
 from skel.store.evidence import Verification, merge_evidence, shipped_verifications
 
 SCHEMA_VERSION = 1
@@ -47,6 +52,11 @@ SERVER_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0)
 EXAMPLE_CHARS = 4000
 # neighbours read beyond those asked for, to cut ties by id (see ``similar_many``)
 TIE_MARGIN = 8
+# Nearest neighbours are cut at n by (distance, id) here and in the read snapshot's
+# SnapshotKB.similar_many; distances equal to this many decimals are a tie: the index and
+# the snapshot compute the same cosine in float32 in different orders, a few units in the
+# 7th decimal apart
+TIE_DIGITS = 5
 
 
 def default_location() -> str:
@@ -205,7 +215,7 @@ class KnowledgeBase:
     @classmethod
     def open(cls, location: str | None = None, *, create: bool = True) -> "KnowledgeBase":
         location = location or default_location()
-        try:
+        try:  # chromadb: 0.5 s to import; a suggest that reads the snapshot never opens it
             import chromadb
             from chromadb.config import Settings
         except ImportError as exc:  # pragma: no cover - install problem
@@ -264,7 +274,7 @@ class KnowledgeBase:
         idempotent — and then reported in one line."""
         if not self.location.startswith(("http://", "https://")):
             return op(*args, **kwargs)
-        import httpx
+        import httpx  # httpx: 71 ms to import; only a Chroma server's store needs it
 
         for delay in (*SERVER_RETRY_DELAYS, None):
             try:
@@ -290,10 +300,10 @@ class KnowledgeBase:
         local = _stampable(self.location) and not self.read_only
         try:
             if local:
-                snapshot.mark_dirty(self.location)
+                generation.mark_dirty(self.location)
             op(**kwargs)
             if local:
-                snapshot.mark_clean(self.location)
+                generation.mark_clean(self.location)
         except StoreError:
             raise
         except Exception as exc:
@@ -418,7 +428,7 @@ class KnowledgeBase:
             for j, i in enumerate(todo):
                 recs = [KernelRecord.from_chroma(a, m, d, dist) for a, m, d, dist in
                         zip(res["ids"][j], res["metadatas"][j], res["documents"][j], res["distances"][j])]
-                recs = sorted(recs, key=lambda r: (round(r.distance or 0.0, snapshot.TIE_DIGITS), r.id))[:n]
+                recs = sorted(recs, key=lambda r: (round(r.distance or 0.0, TIE_DIGITS), r.id))[:n]
                 self._kept.cache[key(embeddings[i])] = out[i] = recs
         return [out[i] for i in range(len(embeddings))]
 
@@ -618,8 +628,6 @@ def server_address(location: str) -> tuple[str, int, bool] | None:
     Only http:// and https:// name a server. Anything else that reads as an address is
     refused rather than taken as a folder name: another scheme (``ftp://x``), or
     ``HOST:PORT`` without one (``localhost:8000``), unless a folder of that name exists."""
-    from urllib.parse import urlparse
-
     m = _SCHEME.match(location)
     if m is None:
         if _HOST_PORT.match(location) and not Path(location).exists():
@@ -673,10 +681,6 @@ def _read_only_copy(path: Path) -> str:
     """A private, writable copy of the read-only store at ``path`` (its chroma files; the
     history beside them is read in place), removed when the process exits; reused while
     the store's files are unchanged."""
-    import atexit
-    import shutil
-    import tempfile
-
     def signature() -> tuple:
         return tuple(sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns)
                             for f in path.rglob("*") if f.is_file() and f.relative_to(path).parts[0] != "history"))
@@ -728,7 +732,7 @@ def mined_manifest(location: str, name: str) -> Path:
 def _connect(location: str, make):
     """A client of the server at ``location``, retried like every later call: a server
     restarting between two queries is waited for, a server that stays away is one line."""
-    import httpx
+    import httpx  # httpx: 71 ms to import; only a Chroma server's store needs it
 
     for delay in (*SERVER_RETRY_DELAYS, None):
         try:
@@ -762,7 +766,7 @@ def _check_intact(path: Path) -> None:
     process on some garbled databases (exit 134, no message), and treats a missing or
     emptied database beside its index folders as a new store, mining over what was lost.
     Costs one read-only SQLite ``quick_check`` (milliseconds for a store of this size)."""
-    import sqlite3
+    import sqlite3  # 0.8 ms to import, which a `skel suggest` without a store must not pay
 
     db = path / "chroma.sqlite3"
     # chroma's vector-index folders are named by UUID: other folders may share a --store path
@@ -817,9 +821,6 @@ def _check_intact(path: Path) -> None:
 def _write_reason(exc: BaseException, location: str) -> str:
     """One line for a failed store operation. Chroma reports a full disk as e.g. "Error in
     compaction: Failed to apply logs to the metadata segment", so the disk is asked too."""
-    import errno
-    import shutil
-
     text = " ".join(str(exc).split())
     full = "No space left" in text or getattr(exc, "errno", None) == errno.ENOSPC
     if not full and not location.startswith(("http://", "https://")):

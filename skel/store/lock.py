@@ -13,6 +13,7 @@ writes itself and needs no lock here.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -32,8 +33,6 @@ class WriterLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "WriterLock":
-        import fcntl
-
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:

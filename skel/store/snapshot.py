@@ -19,57 +19,19 @@ store written by a skel without snapshots has no generation file: never used eit
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import secrets
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from skel.errors import StoreError
 from skel.store.evidence import Verification, merge_evidence, shipped_verifications
+from skel.store.generation import FOLDER, mark_dirty  # noqa: F401 - read here by callers too
+from skel.store.generation import GENERATION, atomic_write, folder, generation, mark_clean
+from skel.store.knowledge import TIE_DIGITS, KernelRecord, Stats, check_intact
 
-FOLDER = "skel-read"
-GENERATION = "generation"
 FORMAT = 1
-# Nearest neighbours are cut at n by (distance, id) here and in KnowledgeBase.similar_many;
-# distances equal to this many decimals are a tie: the index and this snapshot compute the
-# same cosine in float32 in different orders, a few units in the 7th decimal apart
-TIE_DIGITS = 5
-
-
-def _folder(location: str) -> Path:
-    return Path(location) / FOLDER
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def mark_dirty(location: str) -> None:
-    """Before a write: no snapshot is the store until ``mark_clean``."""
-    _atomic_write(_folder(location) / GENERATION, b"dirty")
-
-
-def mark_clean(location: str) -> None:
-    """After a write that succeeded: a new token, which no existing snapshot carries."""
-    _atomic_write(_folder(location) / GENERATION, secrets.token_hex(8).encode())
-
-
-def generation(location: str) -> str | None:
-    """The clean token, or None (dirty, or never written by a skel that keeps one)."""
-    try:
-        token = (_folder(location) / GENERATION).read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return token if token and token != "dirty" else None
 
 
 def _db_identity(location: str) -> tuple[int, int] | None:
@@ -86,10 +48,10 @@ def write(kb: Any) -> Path | None:
     location = kb.location
     if location.startswith(("http://", "https://")) or kb.read_only:
         return None
-    import numpy as np
+    import numpy as np  # numpy: 83 ms to import; only a snapshot's vectors need it
 
     kb.technique_examples()  # may write (a rebuild): before the token is read
-    if not (_folder(location) / GENERATION).exists():
+    if not (folder(location) / GENERATION).exists():
         mark_clean(location)  # a store mined before generations: what is read next is its state
     token, ident = generation(location), _db_identity(location)
     if token is None or ident is None:
@@ -104,20 +66,18 @@ def write(kb: Any) -> Path | None:
            "verifications": [v.to_metadata() for v in kb.verifications()]}
     if generation(location) != token or _db_identity(location) != ident:
         return None  # another process wrote meanwhile
-    folder = _folder(location)
+    where = folder(location)
     buf = _npy(vectors)
-    _atomic_write(folder / f"snapshot-{token}.npy", buf)
-    _atomic_write(folder / f"snapshot-{token}.json", json.dumps(doc).encode())  # last: it says "complete"
-    for old in folder.glob("snapshot-*"):
+    atomic_write(where / f"snapshot-{token}.npy", buf)
+    atomic_write(where / f"snapshot-{token}.json", json.dumps(doc).encode())  # last: it says "complete"
+    for old in where.glob("snapshot-*"):
         if token not in old.name:
             old.unlink(missing_ok=True)
-    return folder / f"snapshot-{token}.json"
+    return where / f"snapshot-{token}.json"
 
 
 def _npy(vectors) -> bytes:
-    import io
-
-    import numpy as np
+    import numpy as np  # numpy: 83 ms to import; see write
 
     out = io.BytesIO()
     np.save(out, vectors, allow_pickle=False)
@@ -135,19 +95,17 @@ def open_fresh(location: str) -> "SnapshotKB | None":
     token, ident = generation(location), _db_identity(location)
     if token is None or ident is None:
         return None
-    from skel.store.knowledge import check_intact
-
     check_intact(location)  # a damaged database is refused here as when chroma opens it
     key = str(Path(location).resolve())
     kept = _LOADED.get(key)
     if kept is not None and kept.token == token and kept.db == ident:
         return kept
-    path = _folder(location) / f"snapshot-{token}.json"
+    path = folder(location) / f"snapshot-{token}.json"
     try:
         doc = json.loads(path.read_text())
         if doc.get("format") != FORMAT or doc.get("token") != token or tuple(doc.get("db", ())) != ident:
             return None
-        import numpy as np
+        import numpy as np  # numpy: 83 ms to import; only once a fresh snapshot is found (none without a store)
 
         vectors = np.load(path.with_suffix(".npy"), allow_pickle=False)
         snap = SnapshotKB(location, doc, vectors)
@@ -163,9 +121,7 @@ class SnapshotKB:
     """The read half of ``KnowledgeBase`` that a ranking uses, from a snapshot."""
 
     def __init__(self, location: str, doc: dict, vectors) -> None:
-        import numpy as np
-
-        from skel.store.knowledge import KernelRecord, Stats
+        import numpy as np  # numpy: 83 ms to import; see open_fresh
 
         self.location = location
         self.note: str | None = None
@@ -195,8 +151,6 @@ class SnapshotKB:
         return self._embedder
 
     def check_embedder(self, name: str) -> str | None:
-        from skel.errors import StoreError
-
         if self._embedder is not None and self._embedder != name:
             raise StoreError(f"store at {self.location} holds {self._embedder!r} embeddings; this run uses "
                              f"{name!r}. Use the same model (SKEL_EMBEDDER) or a new --store.")
@@ -211,7 +165,7 @@ class SnapshotKB:
     def similar_many(self, embeddings: list[list[float]], n: int = 30, where: dict | None = None) -> list[list]:
         """Nearest records by cosine distance (exact); ``where`` is not supported here
         (the retrieval benchmark's exclusions read the store itself)."""
-        import numpy as np
+        import numpy as np  # numpy: 83 ms to import; see open_fresh
 
         if where is not None:
             raise ValueError("a snapshot answers queries without a where clause only")

@@ -37,7 +37,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from skel.verifier.harness import Harness
+from skel.kernels.model import ParseError
+from skel.skeletons import registry
+from skel.verifier.correctness import dtype_of
+from skel.verifier.gpu import offline_cuda
+from skel.verifier.harness import Harness, import_file
 
 _CHILD_TIMEOUT_S = 240
 
@@ -111,8 +115,8 @@ def capture_launches(offline: bool) -> Iterator[list[tuple[Any, Any, Any]]]:
 
     ``offline``: launches are turned into compile-only warm-ups, and an autotuned kernel
     compiles all of its configs instead of benchmarking them (there is nothing to run on)."""
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.autotuner import Autotuner  # triton: optional (the verify extra), 0.1 s to import
+    from triton.runtime.jit import JITFunction  # triton: optional (the verify extra), 0.1 s to import
 
     seen: list[tuple[Any, Any, Any]] = []
     orig_run, orig_tune = JITFunction.run, Autotuner.run
@@ -148,7 +152,6 @@ def _grid_repr(grid: Any) -> str:
 def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, device: str,
                 offline: bool, prefer: str = "sass") -> list[LaunchCode]:
     """The machine code of every kernel ``fn`` launches on ``shape`` (see the module docstring)."""
-    from skel.verifier.correctness import dtype_of
 
     dt = dtype_of(dtype)
     inputs = h.make_inputs(h.shapes[shape], dt, 0, device)
@@ -158,7 +161,7 @@ def launches_of(h: Harness, fn: Callable[..., Any], shape: str, dtype: str, devi
     with capture_launches(offline) as seen:
         fn(*inputs, *outputs)
     if device.startswith("cuda"):
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
         torch.cuda.synchronize()
     return codes_of(seen, offline, prefer)
@@ -200,8 +203,6 @@ def _fn_location(fn: Callable[..., Any]) -> tuple[str, str]:
 
 def _offline_child(spec: dict[str, Any]) -> dict[str, Any]:
     """In a fresh interpreter with TRITON_INTERPRET off: compile both sides for sm_90."""
-    from skel.verifier.gpu import offline_cuda
-    from skel.verifier.harness import import_file
 
     h = Harness.from_file(Path(spec["harness"]))
     out: dict[str, Any] = {}
@@ -234,7 +235,7 @@ def offline_launches(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[
 # ---- the stage -----------------------------------------------------------------------------
 
 def _kernels(path: Path, prefix: str | None) -> list[Any]:
-    from skel.kernels.triton import extract_file
+    from skel.kernels.triton import extract_file  # the Triton extractor: 130 ms to import (libcst)
 
     ks = extract_file(path.read_text(encoding="utf-8"), str(path))
     if prefix:
@@ -264,8 +265,6 @@ def compare_machine_code(h: Harness, orig_fn: Any, cand_fn: Any, device: str,
 
 def check_applied(original: Path, candidate: Path, *, kernel: str | None, skeleton: str | None,
                   harness: Harness | None, orig_fn: Any, cand_fn: Any, device: str) -> AppliedResult:
-    from skel.kernels.triton import ParseError
-
     notes: list[str] = []
     same_file = Path(original).resolve() == Path(candidate).resolve()
     prefix = getattr(cand_fn, "__name__", None) if same_file else None
@@ -280,7 +279,6 @@ def check_applied(original: Path, candidate: Path, *, kernel: str | None, skelet
         else:
             notes.append(f"no kernel named {kernel!r} in the candidate; all its kernels were assessed")
     if skeleton:
-        from skel.skeletons import registry
 
         sk = registry.get(skeleton)
         if not cand_kernels:

@@ -63,7 +63,7 @@ class OutputCheck:
 
 
 def dtype_of(name: str) -> Any:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     dt = getattr(torch, name, None)
     if not isinstance(dt, torch.dtype):
@@ -72,7 +72,7 @@ def dtype_of(name: str) -> Any:
 
 
 def poison(t: Any) -> None:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     if t.dtype.is_floating_point or t.dtype.is_complex:
         t.fill_(float("nan"))
@@ -83,7 +83,7 @@ def poison(t: Any) -> None:
 
 
 def fp64(x: Any) -> Any:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
         return x.detach().to(torch.float64)
@@ -94,7 +94,7 @@ def fp64(x: Any) -> Any:
 
 
 def compare(out: Any, ref: Any, atol: float, rtol: float, index: int) -> OutputCheck:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     if not isinstance(out, torch.Tensor):
         return OutputCheck(index, float("inf"), float("inf"), 1, 1, atol, rtol,
@@ -136,7 +136,7 @@ class LaunchFailed(Exception):
 
 
 def unchanged(x: Any, saved: Any) -> bool:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     if not isinstance(x, torch.Tensor):
         return True
@@ -154,7 +154,7 @@ def run_and_check(h: Harness, launcher: Any, shape: dict[str, int], dtype_name: 
                   device: str, tolerance: tuple[float, float] | None = None) -> list[OutputCheck]:
     """Fresh inputs for (shape, dtype, seed), poisoned outputs, one run, every output checked.
     An exception from the launcher leaves as ``LaunchFailed``; one from the harness as itself."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     dtype = dtype_of(dtype_name)
     atol, rtol = tolerance or h.tolerance(dtype_name)
@@ -325,7 +325,7 @@ def _split_run(h: Harness, launcher: Any, case: Case, device: str,
                tolerance: tuple[float, float] | None) -> list[OutputCheck]:
     """The launcher on each part in order (views of one problem), compared with the whole
     problem's reference and with the launcher's own whole run."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     dtype = dtype_of(case.dtype)
     atol, rtol = tolerance or h.tolerance(case.dtype)

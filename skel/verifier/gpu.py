@@ -68,10 +68,10 @@ def _nvidia_smi_driver() -> str | None:
 
 def device_facts(device: str) -> dict[str, Any]:
     """The fields of a Verification record that say where it ran."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     try:
-        import triton
+        import triton  # triton: optional (the verify extra), 0.1 s to import
 
         triton_version: str | None = triton.__version__
     except ImportError:
@@ -97,7 +97,7 @@ def device_facts(device: str) -> dict[str, Any]:
 
 def measure_copy_bandwidth(device: str = "cuda", nbytes: int = 1 << 30, reps: int = 10) -> float:
     """Bytes/s of a device-to-device copy (read + write counted), best of ``reps``."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
@@ -117,7 +117,7 @@ def measure_copy_bandwidth(device: str = "cuda", nbytes: int = 1 << 30, reps: in
 
 def peaks_for(device: str, measured_bw: float | None = None) -> Peaks | None:
     """The table's peaks for this device, bandwidth raised to ``measured_bw`` if that is higher."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     name = torch.cuda.get_device_name(torch.device(device).index or 0)
     peaks = known_peaks(name)
@@ -133,7 +133,7 @@ class _OfflineDriver:
     (so a launch attempted offline fails loudly instead of pretending to run)."""
 
     def __init__(self, cc: int, warp_size: int) -> None:
-        from triton.backends.compiler import GPUTarget
+        from triton.backends.compiler import GPUTarget  # triton: optional (the verify extra), 0.1 s to import
 
         self.target = GPUTarget("cuda", cc, warp_size)
 
@@ -154,7 +154,7 @@ class _OfflineDriver:
 def offline_cuda(cc: int = 90, warp_size: int = 32) -> Iterator[None]:
     """Within: Triton compiles for CUDA ``cc`` with no GPU present (ptxas and nvdisasm ship with
     Triton). Only compiling works; kernel launches must be turned into warm-ups by the caller."""
-    from triton.runtime.driver import driver
+    from triton.runtime.driver import driver  # triton: optional (the verify extra), 0.1 s to import
 
     previous = driver._active
     driver.set_active(_OfflineDriver(cc, warp_size))

@@ -24,8 +24,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from skel.verifier.correctness import (REPEAT, Case, LaunchFailed, OutputCheck, SameResults, compare, fp64, judge,
-                                       shape_label, unchanged)
+from skel.errors import InputError
+from skel.verifier.correctness import (REPEAT, Case, LaunchFailed, OutputCheck, SameResults, compare, dtype_of, fp64,
+                                       fresh_shapes, judge, shape_label, unchanged)
 from skel.verifier.harness import Harness
 
 DEFAULT_TOLERANCE = (1e-2, 1e-2)  # KernelBench's own correctness check
@@ -51,11 +52,10 @@ class Problem:
     reference_model: Any = None
 
     def build(self) -> None:
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
         mod = self.original
         if not callable(getattr(self.candidate, "ModelNew", None)):
-            from skel.errors import InputError
 
             raise InputError(f"{self.candidate.__file__}: KernelBench candidate has no ModelNew")
         torch.manual_seed(self.seed)
@@ -81,7 +81,6 @@ class Problem:
         self.model.to(self.device)
         self.model_new.to(self.device)
         if self.dtype:
-            from skel.verifier.correctness import dtype_of
 
             self.model.to(dtype_of(self.dtype))
             self.model_new.to(dtype_of(self.dtype))
@@ -95,9 +94,8 @@ class Problem:
                 if n not in init_names and isinstance(v := getattr(mod, n, None), int) and not isinstance(v, bool)}
 
     def inputs(self, shape: dict[str, int], seed: int) -> list[Any]:
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
-        from skel.verifier.correctness import dtype_of
 
         mod = self.original
         old = {k: getattr(mod, k) for k in shape}
@@ -119,7 +117,7 @@ class Problem:
         return out
 
     def reference(self, saved: list[Any]) -> tuple:
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
         if self.reference_model is not None:
             try:
@@ -134,7 +132,7 @@ class Problem:
 
     # --- one checked run --------------------------------------------------------------------
     def run(self, model: Any, case: Case) -> list[OutputCheck]:
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
         atol, rtol = self.tolerance
         inputs = self.inputs(case.shape, case.seed)
@@ -170,7 +168,7 @@ def _tuple(out: Any) -> tuple:
 
 def _overlap(a: Any, b: Any) -> bool:
     """Whether two tensors' storages share any byte."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.device != b.device:
         return False
@@ -182,7 +180,7 @@ def _overlap(a: Any, b: Any) -> bool:
 def _poison_allocator(ref: tuple, device: str) -> None:
     """Hand NaN-filled blocks of the outputs' sizes back to the caching allocator, so an
     output the model allocates and never writes reads NaN instead of an earlier answer."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     if not device.startswith("cuda"):
         return  # the CPU allocator does not cache blocks this way; outputs are fresh memory
@@ -206,7 +204,6 @@ def same_results(p: Problem, *, fresh: int = 2) -> SameResults:
                          "(that get_init_inputs does not also read)")
         return res
     rng = random.Random(p.seed)
-    from skel.verifier.correctness import fresh_shapes
 
     for shape in fresh_shapes(consts, (), rng, fresh):
         case = Case("fresh", shape, dtype, p.seed + 7)

@@ -27,6 +27,8 @@ import time
 from typing import Any, Callable, Iterator
 
 from skel.store.evidence import ShapeResult
+from skel.verifier.applied import capture_launches
+from skel.verifier.correctness import compare, dtype_of, fp64, poison
 from skel.verifier.harness import Harness
 from skel.verifier.timing import ROUNDS, TimingResult, half_iqr, verdict_of
 
@@ -36,7 +38,7 @@ GRAPH_LAUNCHES = 20
 
 def jit_objects(fn: Callable[..., Any]) -> list[Any]:
     """Triton kernels (and their autotuners/heuristics wrappers) reachable from ``fn``'s module."""
-    from triton.runtime.jit import KernelInterface
+    from triton.runtime.jit import KernelInterface  # triton: optional (the verify extra), 0.1 s to import
 
     found: list[Any] = []
     for value in list(getattr(fn, "__globals__", {}).values()):
@@ -61,7 +63,7 @@ def reset_caches(objs: list[Any]) -> None:
 @contextlib.contextmanager
 def fresh_disk_cache() -> Iterator[str]:
     """Point Triton's on-disk cache at an empty folder, so a compile is a compile."""
-    import triton
+    import triton  # triton: optional (the verify extra), 0.1 s to import
 
     knobs = getattr(triton, "knobs", None)
     cache = getattr(knobs, "cache", None)
@@ -80,7 +82,7 @@ def fresh_disk_cache() -> Iterator[str]:
 @contextlib.contextmanager
 def count_compiles() -> Iterator[list[int]]:
     """A one-element list counting Triton compilations (in-memory cache misses) inside."""
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.jit import JITFunction  # triton: optional (the verify extra), 0.1 s to import
 
     if not hasattr(JITFunction, "_do_compile"):
         raise RuntimeError("this Triton has no JITFunction._do_compile: compiles cannot be counted")
@@ -100,13 +102,12 @@ def count_compiles() -> Iterator[list[int]]:
 
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
         torch.cuda.synchronize()
 
 
 def _check(h: Harness, inputs: tuple, outputs: tuple, saved: tuple, dtype: str) -> tuple[float, str]:
-    from skel.verifier.correctness import fp64, compare
 
     atol, rtol = h.tolerance(dtype)
     worst, bad = 0.0, ""
@@ -119,9 +120,8 @@ def _check(h: Harness, inputs: tuple, outputs: tuple, saved: tuple, dtype: str) 
 
 
 def _prepared(h: Harness, shape: str, dtype: str, device: str, seed: int = 0) -> tuple[tuple, tuple, tuple]:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
-    from skel.verifier.correctness import dtype_of, poison
 
     dt = dtype_of(dtype)
     inputs = h.make_inputs(h.shapes[shape], dt, seed, device)
@@ -135,7 +135,6 @@ def _prepared(h: Harness, shape: str, dtype: str, device: str, seed: int = 0) ->
 def compile_counts(h: Harness, fn: Callable[..., Any], device: str, shapes: list[str], dtype: str,
                    offline: bool = False, check: bool = True) -> tuple[int, float, float, str]:
     """(compiles, wall s, worst error, first problem) of ``fn`` over ``shapes`` from cold caches."""
-    from skel.verifier.applied import capture_launches
 
     reset_caches(jit_objects(fn))
     total, worst, bad = 0.0, 0.0, ""
@@ -219,7 +218,7 @@ def measure_first_call(h: Harness, orig_fn: Any, cand_fn: Any, device: str) -> T
 
 def _graph_per_launch(fn: Callable[[], Any], n: int = GRAPH_LAUNCHES) -> Callable[[], float]:
     """Capture ``n`` calls in one CUDA graph; return a function timing one replay (ms per launch)."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -247,7 +246,7 @@ def _graph_per_launch(fn: Callable[[], Any], n: int = GRAPH_LAUNCHES) -> Callabl
 
 
 def _eager_per_call(fn: Callable[[], Any], n: int = GRAPH_LAUNCHES) -> float:
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     torch.cuda.synchronize()
     t0 = time.perf_counter()

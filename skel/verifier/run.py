@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
+import inspect
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +23,11 @@ from typing import Any
 
 from skel.errors import VERDICT_EXIT, InputError, UsageError, VerifyError
 from skel.store.evidence import ShapeResult, Verification
+from skel.verifier import applied, correctness, kernelbench
+from skel.verifier import harness as hm
+from skel.verifier import kernelbench as kb
+from skel.verifier.harness import import_file
+from skel.verifier.tests_stage import run_tests
 
 
 @dataclass
@@ -126,8 +133,6 @@ def verify(req: Request) -> VerifyResult:
 
 def _stage_applied_parse(run: _Run) -> tuple[ModuleType | None, ModuleType | None]:
     """The candidate parses and imports; the original imports (else it is bad input)."""
-    from skel.verifier.harness import import_file
-
     req = run.req
     for p in (req.original, req.candidate):
         if not p.is_file():
@@ -159,9 +164,6 @@ def _launcher(mod: ModuleType, names: list[str], path: Path) -> Any:
 
 def _load(run: _Run, orig: Any, cand: Any) -> tuple[Any, Any, Any, Any]:
     """(harness, original launcher, candidate launcher, KernelBench problem or None)."""
-    from skel.verifier import harness as hm
-    from skel.verifier import kernelbench as kb
-
     req = run.req
     is_harness = all(hasattr(orig, n) for n in hm.REQUIRED)
     if req.harness or is_harness:
@@ -195,8 +197,6 @@ def _load(run: _Run, orig: Any, cand: Any) -> tuple[Any, Any, Any, Any]:
 def _gpu_stage(name: str) -> Any:
     """A GPU-side stage module (applied, timing, launch, gpu), imported when needed;
     ImportError when it is not installed, which the caller turns into a note."""
-    import importlib
-
     return importlib.import_module(f"skel.verifier.{name}")
 
 
@@ -204,8 +204,6 @@ def _host_code_differs(orig_fn: Any, cand_fn: Any, problem: Any) -> bool:
     """Whether the launchers (KernelBench: the forward methods) differ other than in the
     names of the kernels they launch. Unreadable source counts as different: the run then
     goes on to check results, which never passes anything silently."""
-    import inspect
-
     if problem is not None:
         orig_fn, cand_fn = type(problem.model).forward, type(problem.model_new).forward
 
@@ -236,8 +234,6 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any =
             run.stop("applied", "no-op", "the candidate's syntax tree is the original's (only comments or "
                      "formatting differ)")
             return
-    from skel.verifier import applied
-
     r = applied.check_applied(req.original, req.candidate, kernel=req.kernel, skeleton=req.skeleton, harness=h,
                               orig_fn=orig_fn, cand_fn=cand_fn, device=req.device)
     notes = list(r.notes)
@@ -271,8 +267,6 @@ def _shape_names(run: _Run, h: Any) -> list[str]:
 
 
 def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any) -> None:
-    from skel.verifier import correctness, kernelbench
-
     req = run.req
     if run.format == "tests":
         run.skip("same results", "no harness or KernelBench problem: only the project's tests check results")
@@ -325,8 +319,6 @@ def _stage_tests(run: _Run) -> None:
     if not req.tests:
         run.skip("tests", "no --tests given")
         return
-    from skel.verifier.tests_stage import run_tests
-
     r = run_tests(req.tests, req.original, req.candidate, device=req.device)
     if r.verdict:
         run.stop("tests", r.verdict, r.detail, r.notes)
@@ -392,10 +384,10 @@ def _environment(device: str) -> dict[str, Any]:
                 for k in ("device", "cc", "backend", "torch", "triton", "driver")}
     except Exception:  # noqa: BLE001 - not merged yet, or no GPU: fall back to what torch says
         pass
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     try:
-        import triton
+        import triton  # triton: optional (the verify extra), 0.1 s to import
 
         tv = triton.__version__
     except ImportError:

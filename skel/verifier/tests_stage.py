@@ -13,13 +13,18 @@ the candidate; tests failing either way are reported, not blamed.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from skel.errors import InputError
 
 ENV_ORIGINAL, ENV_CANDIDATE, ENV_REPORT = "SKEL_SWAP_ORIGINAL", "SKEL_SWAP_CANDIDATE", "SKEL_SWAP_REPORT"
 
@@ -55,8 +60,6 @@ class TestsResult:
 
 
 def _run(tests: list[str], original: Path, candidate: Path | None, device: str, cwd: Path) -> TestRun:
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         env = dict(os.environ)
@@ -81,8 +84,6 @@ def _run(tests: list[str], original: Path, candidate: Path | None, device: str, 
 def run_tests(tests: list[str], original: Path, candidate: Path, *, device: str,
               cwd: Path | None = None) -> TestsResult:
     """The stage: the tests with the original, then with the candidate."""
-    from skel.errors import InputError
-
     missing = [t for t in tests if not Path(t.split("::")[0]).exists()]
     if missing:
         raise InputError(f"--tests: no such file {', '.join(missing)}")
@@ -111,9 +112,6 @@ def run_tests(tests: list[str], original: Path, candidate: Path, *, device: str,
 # --- the pytest plugin (runs inside the pytest subprocess) --------------------------------
 
 def _swap() -> None:
-    import importlib
-    import importlib.util
-
     original = Path(os.environ[ENV_ORIGINAL])
     name, root = module_name_of(original)
     if str(root) not in sys.path:

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from skel.store.evidence import ShapeResult
+from skel.verifier.correctness import compare, dtype_of, fp64, poison
+from skel.verifier.gpu import peaks_for
 from skel.verifier.harness import Harness
 
 L2_BYTES = 50 * 2**20  # H200
@@ -71,7 +73,7 @@ class CudaBench:
     """CUDA events on the current stream; the L2 flushed by writing a 256 MB buffer."""
 
     def __init__(self, device: str = "cuda") -> None:
-        import torch
+        import torch  # torch: 0.8 s to import; only once a kernel runs
 
         if not torch.cuda.is_available():
             raise RuntimeError("GPU timing asked for, but torch sees no GPU")
@@ -157,7 +159,7 @@ class _Sets:
 
 def _make_sets(h: Harness, shape: dict[str, int], dtype: Any, seed: int, device: str) -> _Sets:
     """One input set from the harness, cloned until the sets together exceed twice the L2."""
-    import torch
+    import torch  # torch: 0.8 s to import; only once a kernel runs
 
     first = h.make_inputs(shape, dtype, seed, device)
     nbytes = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
@@ -171,7 +173,6 @@ def _make_sets(h: Harness, shape: dict[str, int], dtype: Any, seed: int, device:
 
 def _check_outputs(h: Harness, sets: _Sets, dtype_name: str, side: str) -> tuple[float, str]:
     """Worst abs error of ``side``'s timed outputs over all sets, and a note if any is wrong."""
-    from skel.verifier.correctness import fp64, compare
 
     atol, rtol = h.tolerance(dtype_name)
     ref = h.reference(*(fp64(x) for x in sets.inputs[0]))
@@ -218,14 +219,12 @@ def time_pair(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[..., An
               shapes: list[str], dtype: str, seed: int, budget_s: float = 8.0, bench: Bench | None = None,
               peak_bw: float | None = None, peak_flops: float | None = None) -> TimingResult:
     """Time ``cand_fn`` against ``orig_fn`` on each shape; see the module docstring for the rules."""
-    from skel.verifier.correctness import dtype_of, poison
 
     if bench is None:
         if not device.startswith("cuda"):
             raise RuntimeError("timing needs a GPU (device 'cuda'); on the CPU nothing is timed")
         bench = CudaBench(device)
         if peak_bw is None or peak_flops is None:
-            from skel.verifier.gpu import peaks_for
 
             peaks = peaks_for(device)
             if peaks:

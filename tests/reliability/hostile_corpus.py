@@ -1,8 +1,8 @@
 """Seeded generators of hostile kernel sources, shared by tests/reliability/test_hostile.py
-(the CI run) and benchmarks/reliability.py (the long run).
+(the CI run) and benchmarks/reliability/reliability.py (the long run).
 
 ``corpus(n, seed)`` returns ``n`` (kind, file name, bytes) triples: real fixture kernels
-(skel/skeletons/fixtures/) mutated at random, random token soup, very deep nesting, huge
+(skel/skeletons/catalog/*/fixtures*) mutated at random, random token soup, very deep nesting, huge
 literals, and every encoding trouble a checkout holds (Latin-1, UTF-16, BOMs, CRLF, lone
 CRs, NUL bytes, invalid UTF-8 mid-file). The same (n, seed) always gives the same files,
 so a failure reproduces from its seed and index alone. ``hazards(root, rng)`` adds what a
@@ -17,7 +17,7 @@ import random
 from pathlib import Path
 from typing import Callable
 
-FIXTURES = Path(__file__).resolve().parents[2] / "skel" / "skeletons" / "fixtures"
+CATALOG = Path(__file__).resolve().parents[2] / "skel" / "skeletons" / "catalog"
 PY_HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
 CU_HEAD = "#include <cuda_runtime.h>\n__global__ void k(float* x, int n) {\n"
 
@@ -62,11 +62,14 @@ _WEIGHTS = (3, 2, 2, 2, 2, 1, 1, 2, 1)
 
 def fixtures() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     py, cu = [], []
-    for p in sorted(FIXTURES.iterdir()):
+    # named as the flat fixtures folder named them (`launch_pdl_training_ops.py`), in that
+    # order: the seeded corpus stays the one it always was
+    named = {p.parent.name + p.name[len("fixtures"):]: p for p in CATALOG.glob("*/fixtures*")}
+    for name, p in sorted(named.items()):
         if p.suffix == ".py":
-            py.append((p.name, p.read_text()))
+            py.append((name, p.read_text()))
         elif p.suffix in (".cu", ".cuh", ".cpp"):
-            cu.append((p.name, p.read_text()))
+            cu.append((name, p.read_text()))
     return py, cu
 
 
@@ -262,7 +265,7 @@ def run_extract(files: list[tuple[str, str, bytes]], *, jobs: int = 2, seconds: 
     the file skipped with the reason, the run goes on. A hang is the limit failing: no file
     finishing for ``seconds + HANG_GRACE`` while workers are busy (the file that ends such a
     silence is named). A hang that never ends is the caller's to catch (``tick`` is called
-    at each result: benchmarks/reliability_fuzz.py re-arms a watchdog with it)."""
+    at each result: benchmarks/reliability/reliability_fuzz.py re-arms a watchdog with it)."""
     import time
     from collections import Counter
 

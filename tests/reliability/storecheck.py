@@ -1,4 +1,4 @@
-"""Shared by the fault tests and benchmarks/reliability.py: run `skel mine` in a child
+"""Shared by the fault tests and benchmarks/reliability/reliability.py: run `skel mine` in a child
 process, kill it, and compare what a store holds with a clean mine of the same tree.
 
 A store is read in a fresh process each time (``snapshot``): chroma caches clients per
@@ -17,8 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from skel.skeletons.registry import fixture_files, fixture_name
+
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "skel" / "skeletons" / "fixtures"
 
 # What a consistent store is, read in a child process. Kernel identity is everything a
 # user sees of a kernel (file, function, lines, techniques) plus its id.
@@ -57,11 +58,11 @@ def env(home: Path, **extra: str) -> dict[str, str]:
 def make_tree(dest: Path, n: int = 24) -> Path:
     """A tree of ``n`` real kernel files (the catalog's fixtures, which ship with skel),
     in sub-folders so files collide by name only through their paths."""
-    files = sorted(FIXTURES.glob("*.py"))[:n]
-    for i, f in enumerate(files):
+    files = sorted((fixture_name(f), f) for f in fixture_files(".py"))[:n]
+    for i, (name, f) in enumerate(files):
         sub = dest / f"pkg{i % 3}"
         sub.mkdir(parents=True, exist_ok=True)
-        shutil.copy(f, sub / f.name)
+        shutil.copy(f, sub / name)
     # older than the racy window of skel/miner/stamps.py, as an installed package's files are:
     # a complete mine then always leaves its stamps, and an unchanged re-mine uses them
     old = time.time() - 100

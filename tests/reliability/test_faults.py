@@ -1,4 +1,4 @@
-"""Faults of the store, the fast seeded part (the long runs: benchmarks/reliability.py faults).
+"""Faults of the store, the fast seeded part (the long runs: python -m benchmarks.reliability.reliability faults).
 
 A mine killed (SIGKILL, SIGINT) at exact store writes resumes to a store equal to a clean
 mine; a second writer is refused with the first one named; a full disk is reported and the
@@ -230,7 +230,7 @@ def test_a_damaged_store_is_refused_and_left_alone(clean, tmp_path, damage):
 def test_a_garbled_schema_is_damage_not_a_decoding_error(tmp_path):
     """Before, SQLite's error quoted the garbled schema bytes, Python failed to decode it, and
     the store was reported as 'cannot open store ...: UnicodeDecodeError' (found by
-    benchmarks/reliability.py faults); through the stamps' short cut it escaped unhandled."""
+    python -m benchmarks.reliability.reliability faults); through the stamps' short cut it escaped unhandled."""
     import sqlite3
 
     from skel.store.knowledge import check_intact

@@ -4,7 +4,7 @@ skipped file reported with its reason.
 
 Seeded: SKEL_FUZZ_SEED (default below) picks the corpus; a failure names the seed and the
 file's index, and ``hostile_corpus.corpus(n, seed)[index]`` rebuilds that file. The long
-run (10,000+ files) is ``benchmarks/reliability.py fuzz``.
+run (10,000+ files) is ``python -m benchmarks.reliability.reliability fuzz``.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ and exposes `source_of(case, which, cache)` returning the text of the case's
 file in either version. Nothing downloaded here is ever committed.
 
 Usage:
-    python benchmarks/retrieval/releases/fetch.py                 # all cases
-    python benchmarks/retrieval/releases/fetch.py --cache DIR --only liger-kernel
+    python -m benchmarks.retrieval.releases.fetch                 # all cases
+    python -m benchmarks.retrieval.releases.fetch --cache DIR --only liger-kernel
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Deterministic sample of 50 (dev case, suggested skeleton) pairs for the hand precision check.
 
-    python benchmarks/retrieval/releases/run.py --split dev --json /tmp/dev_results.json
-    python benchmarks/retrieval/releases/precision_sample.py /tmp/dev_results.json
+    python -m benchmarks.retrieval.releases.run --split dev --json /tmp/dev_results.json
+    python -m benchmarks.retrieval.releases.precision_sample /tmp/dev_results.json
 
 Verdicts are recorded by hand in precision_sample.json next to this file. A verdict is
 about a (case kernel, skeleton) pair — does the technique make sense for that kernel and

@@ -3,9 +3,9 @@ catalog was written from — see benchmarks/retrieval/README.md).
 
 Retrieval quality: does skel hand back the technique a real optimisation applied?
 
-    python benchmarks/retrieval/releases/run.py               # dev split (what we tune on)
-    python benchmarks/retrieval/releases/run.py --split test  # the held-out third: report only
-    python benchmarks/retrieval/releases/run.py --smoke       # a few cases, hash embedder (CI)
+    python -m benchmarks.retrieval.releases.run               # dev split (what we tune on)
+    python -m benchmarks.retrieval.releases.run --split test  # the held-out third: report only
+    python -m benchmarks.retrieval.releases.run --smoke       # a few cases, hash embedder (CI)
 
 Each case in cases.json is a real kernel *before* an optimisation in a PyPI release and the
 skeleton ids the next release's change applied (labelled by reading the diff). For every
@@ -32,14 +32,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.retrieval.metrics import (  # noqa: F401  (KS, recall_at, reciprocal_rank: re-exported for the tests)
+    BM25, KS, cosine_rank, recall_at, reciprocal_rank, skeleton_doc, summarise)
+from benchmarks.retrieval.releases import fetch
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-import fetch  # noqa: E402  (benchmarks/retrieval/releases/fetch.py)
-from metrics import BM25, KS, cosine_rank, recall_at, reciprocal_rank, skeleton_doc, summarise  # noqa: E402,F401
 
 
 # --- the run ----------------------------------------------------------------------------
@@ -181,14 +179,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {n:3d}  {reason}")
     if args.split == "dev" and not args.smoke:
         # the hand-checked precision of the top 5 (precision_sample.json), on the current top 5s
-        import precision_sample
+        from benchmarks.retrieval.releases import precision_sample
 
         tmp = args.cache / "dev-results.json"
         tmp.write_text(json.dumps({"cases": per_case}))
         p = precision_sample.precision(precision_sample.sample(str(tmp)))
         if p["unjudged"]:
             print(f"\nprecision@5: {len(p['unjudged'])} of {p['sampled']} sampled suggestions not judged yet "
-                  f"(python benchmarks/retrieval/releases/precision_sample.py {tmp})")
+                  f"(python -m benchmarks.retrieval.releases.precision_sample {tmp})")
         else:
             print(f"\nprecision@5 (hand-checked sample of {p['sampled']}): {p['precision']} "
                   f"({p['correct']} correct, {p['incorrect']} incorrect, {p['unclear']} unclear)")

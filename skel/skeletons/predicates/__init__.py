@@ -1,18 +1,18 @@
-"""Shared predicates: the floor every catalog module stands on.
+"""Shared predicates: the floor every skeleton stands on.
 
-A catalog module (``skel/skeletons/catalog/<id>.py``) describes one skeleton. When two
+A skeleton (``skel/skeletons/catalog/<id>/skeleton.py``) describes one technique. When two
 skeletons need the same recognition — "this kernel is autotuned", "this pointer comes
 from that argument", "this loop strides over programs", "no ``tl.dot``" — the helper
-lives here, once, instead of one catalog module importing another's internals.
+lives here, once, instead of one skeleton importing another's internals.
 
 What belongs here:
 
-- a function of kernel facts (``skel.kernels.triton.KernelFacts``) or a ``Condition``
-  (``skel.skeletons.conditions``) that more than one catalog module uses;
+- a function of kernel facts (``skel.kernels.model.KernelFacts``) or a ``Condition``
+  (``skel.skeletons.patterns`` / ``conditions``) that more than one skeleton uses;
 - the shared constants (name patterns such as ``IDENT``, ``TILE_NAME``,
   ``VARYING_LENGTH``; the 2-D broadcast idioms).
 
-What does not: anything one skeleton alone uses (it stays in that skeleton's module),
+What does not: anything one skeleton alone uses (it stays in that skeleton's ``skeleton.py``),
 and the skeletons themselves. Modules are named by topic:
 
 - ``names``: identifier and naming-convention patterns;
@@ -30,6 +30,6 @@ and the skeletons themselves. Modules are named by topic:
   loops, TMA / `cp.async` / plain tile loads into shared memory, FP8 MMAs.
 
 Rules: predicates import only from ``skel.skeletons.conditions``,
-``skel.kernels.flow`` and each other — never from ``skel.skeletons.catalog``;
-catalog modules import only from here, ``conditions``, ``base`` and ``flow``.
+``skel.skeletons.patterns``, ``skel.kernels`` and each other — never from ``skel.skeletons.catalog``;
+skeletons import only from here, ``patterns``, ``conditions``, ``base`` and ``skel.kernels``.
 """

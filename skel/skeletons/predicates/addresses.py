@@ -7,9 +7,13 @@ addresses, and which names hold vectors derived from ``tl.arange``."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, cast
 
 from skel.kernels.flow import (ORDERING, CallInfo, Flow, Node, args_of, broadcast_axes, call_name, comparison,
                                elements, has_call, is_call, is_comparison, kwarg, name_of, names_in, walk)
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 #: Calls that produce a block pointer.
 BLOCK_PTR_MAKERS = ("tl.make_block_ptr", "tl.advance")
@@ -23,8 +27,8 @@ def is_block_ptr_address(fl: Flow, addr: Node) -> bool:
         return True
     name = name_of(addr)
     if name is not None:
-        return any(is_call(d.value) and (call_name(d.value) in BLOCK_PTR_MAKERS
-                                         or bool(BLOCK_PTR_HELPER.fullmatch(call_name(d.value))))
+        return any(is_call(d.value) and (call_name(cast("cst.Call", d.value)) in BLOCK_PTR_MAKERS
+                                         or bool(BLOCK_PTR_HELPER.fullmatch(call_name(cast("cst.Call", d.value)))))
                    for d in fl.defs.get(name, ()))
     return False
 
@@ -46,8 +50,9 @@ def tile_load_2d(fl: Flow, c: CallInfo) -> bool:
         name = name_of(addr)
         for d in fl.defs.get(name, ()) if name is not None else ():
             if is_call(d.value, "tl.make_block_ptr"):
-                args = args_of(d.value)
-                shape = args[4] if len(args) > 4 else kwarg(d.value, "block_shape")
+                maker = cast("cst.Call", d.value)
+                args = args_of(maker)
+                shape = args[4] if len(args) > 4 else kwarg(maker, "block_shape")
                 items = elements(shape) if shape is not None else None
                 if items is not None and len(items) >= 2:
                     return True

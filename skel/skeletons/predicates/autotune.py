@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from skel.skeletons.conditions import decorated
 from skel.skeletons.predicates.names import TILE_NAME
+
+if TYPE_CHECKING:
+    from skel.kernels.model import KernelFacts
 
 #: The kernel is decorated with ``@triton.autotune``: its tile sizes and launch options
 #: are already measured, not hand-picked.
 AUTOTUNED = decorated("triton.autotune", name="autotuned", describe="`@triton.autotune`")
 
 
-def decorator_text(k) -> str:
+def decorator_text(k: KernelFacts) -> str:
     """The kernel's decorators as written (everything above its ``def``)."""
     head, sep, _ = k.source.partition("\ndef ")
     return head if sep else ""
 
 
-def autotune_text(k) -> str:
+def autotune_text(k: KernelFacts) -> str:
     """The ``@triton.autotune(...)`` decorator text onwards ("" when not autotuned): the
     configs as written, for what the parsed decorator facts cannot see (configs spread
     with ``**kwargs``, built in a comprehension)."""
@@ -27,7 +31,7 @@ def autotune_text(k) -> str:
     return text[i:] if i >= 0 else ""
 
 
-def autotune_config_keys(k) -> set[str]:
+def autotune_config_keys(k: KernelFacts) -> set[str]:
     """Every name set inside the autotune configs (meta-parameters and Config options).
 
     The facts' ``config_keys`` are empty when the decorator also spreads ``**kwargs``
@@ -43,14 +47,14 @@ def autotune_config_keys(k) -> set[str]:
     return keys
 
 
-def autotune_key_names(k) -> list[str]:
+def autotune_key_names(k: KernelFacts) -> list[str]:
     """The argument names in ``@triton.autotune(key=[...])`` ([] when not autotuned): a new
     value of any of them re-runs the benchmark of every config."""
     d = k.decorator("triton.autotune")
     return [x.strip("'\" ") for x in d.list_items] if d else []
 
 
-def autotune_multi_config(k) -> bool:
+def autotune_multi_config(k: KernelFacts) -> bool:
     """More than one config (or configs we cannot count: generated or built elsewhere)."""
     d = k.decorator("triton.autotune")
     if d is None:
@@ -66,7 +70,7 @@ def autotune_multi_config(k) -> bool:
     return bool(configs) or "Config(" in text
 
 
-def tuned_meta_params(k) -> set[str]:
+def tuned_meta_params(k: KernelFacts) -> set[str]:
     """Kernel constexpr parameters the autotuner sets (BLOCK sizes, flags)."""
     if k.decorator("triton.autotune") is None:
         return set()

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skel.kernels.model import Assign, KernelFacts, Loop
 
 _BLANK = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])'", re.S)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -24,12 +28,12 @@ HALVING = re.compile(r"\b(\w+)\s*(>>=\s*1|/=\s*2)\b|\b(\w+)\s*=\s*\3\s*(>>\s*1|/
 SYNC_THREADS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 
 
-def code(k) -> str:
+def code(k: KernelFacts) -> str:
     """The unit's source with comments and string/char literals replaced by spaces (newlines kept)."""
     return _BLANK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), k.source or "")
 
 
-def line_of(k, text: str, pos: int) -> int:
+def line_of(k: KernelFacts, text: str, pos: int) -> int:
     """The file line of offset ``pos`` in the unit's source ``text`` (from :func:`code`)."""
     return k.line_start + text.count("\n", 0, pos)
 
@@ -43,7 +47,7 @@ class Subscript:
     index: str
 
 
-def subscripts(k) -> list[Subscript]:
+def subscripts(k: KernelFacts) -> list[Subscript]:
     """Every ``name[index]`` in the unit (nested ones too), with its line."""
     text = code(k)
     out = []
@@ -57,7 +61,7 @@ def subscripts(k) -> list[Subscript]:
     return out
 
 
-def shared_arrays(k) -> set[str]:
+def shared_arrays(k: KernelFacts) -> set[str]:
     """Names declared ``__shared__`` in the unit, and pointers taken into them
     (``float* sA = smem + ...``, ``auto* s = reinterpret_cast<T*>(smem)``)."""
     names = {m.group(1) for m in _SHARED_DECL.finditer(code(k))}
@@ -73,7 +77,7 @@ def _plain(target: str) -> str:
     return m.group(0) if m else target
 
 
-def _declares_pointer(k, a) -> bool:
+def _declares_pointer(k: KernelFacts, a: Assign) -> bool:
     """The assignment makes a pointer (a declared pointer type, `&x[..]`, a cast to a pointer),
     not a value read through one (`v = static_cast<int>(s_vals[h])`)."""
     t = " ".join(str((getattr(k, "var_types", None) or {}).get(_plain(x), "")) for x in a.targets)
@@ -81,7 +85,7 @@ def _declares_pointer(k, a) -> bool:
     return "*" in t or v.startswith("&") or bool(re.match(r"(?:reinterpret|static)_cast\s*<[^>]*\*\s*>", v))
 
 
-def pointer_names(k) -> set[str]:
+def pointer_names(k: KernelFacts) -> set[str]:
     """Global-memory pointers: pointer parameters and locals declared as pointers into them."""
     shared = shared_arrays(k)
     names = {p.name for p in k.params if "*" in (p.annotation or "") and "__shared__" not in p.annotation}
@@ -97,7 +101,7 @@ def pointer_names(k) -> set[str]:
     return names - shared
 
 
-def _loop_variable(lp) -> str | None:
+def _loop_variable(lp: Loop) -> str | None:
     """The variable a ``for`` loop declares or sets in its init (``int i = threadIdx.x``)."""
     if lp.targets:
         return lp.targets[0]
@@ -126,7 +130,7 @@ def _linear_in(expr: str, names: set[str]) -> bool:
     return found
 
 
-def thread_linear_names(k) -> set[str]:
+def thread_linear_names(k: KernelFacts) -> set[str]:
     """Names that advance by one from one thread to the next: ``tid = threadIdx.x``,
     ``i = blockIdx.x * blockDim.x + threadIdx.x``, ``lane = tid % 32``, loop variables that
     start there (``for (int i = threadIdx.x; ...)``)."""
@@ -158,7 +162,7 @@ def _terms(index: str) -> list[str]:
     return [t for t in terms if t]
 
 
-def unit_stride_accesses(k) -> list[Subscript]:
+def unit_stride_accesses(k: KernelFacts) -> list[Subscript]:
     """Scalar element accesses of global pointers whose index moves by one per thread
     (``x[i]``, ``out[row * d + i]``): neighbouring threads touch neighbouring elements."""
     pointers = pointer_names(k)
@@ -173,6 +177,6 @@ def unit_stride_accesses(k) -> list[Subscript]:
     return out
 
 
-def sync_lines(k) -> list[int]:
+def sync_lines(k: KernelFacts) -> list[int]:
     """Lines of the block barriers (:data:`SYNC_THREADS`) in the unit, folded helpers included."""
     return [c.line for c in k.calls if c.name in SYNC_THREADS]

@@ -11,6 +11,10 @@ wrappers (CUTLASS/CuTe atoms, DeepGEMM's ``ptx::`` and ``tma::`` helpers)."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skel.kernels.model import Call, KernelFacts, Loop
 
 #: A tensor-core MMA of each family, by PTX mnemonic or by wrapper name (last ``::`` part,
 #: or any part for CuTe atoms such as ``cute::SM90_64x128x32_F32E4M3E4M3_SS_TN``).
@@ -72,7 +76,7 @@ def _is_atom(name: str) -> bool:
                for p in _parts(name))
 
 
-def _atom_kinds(k) -> set[str]:
+def _atom_kinds(k: KernelFacts) -> set[str]:
     """MMA families whose CuTe/CUTLASS atoms the kernel names (`SM90_64x128x16_F32BF16BF16_SS`,
     `ptx::SM100_MMA_F16BF16_SS`, `SM80_16x8x16_F32BF16BF16F32_TN`)."""
     out = set()
@@ -87,7 +91,7 @@ def _atom_kinds(k) -> set[str]:
     return out
 
 
-def _call_kind(k, c) -> str:
+def _call_kind(k: KernelFacts, c: Call) -> str:
     """``_mma_kind`` of a call, with `Atom::fma(...)` through an alias (`using mma_t = ...;
     mma_t::fma(...)`) resolved by the one atom family the kernel names."""
     kind = _mma_kind(c.name)
@@ -97,19 +101,19 @@ def _call_kind(k, c) -> str:
     return atoms.pop() if len(atoms) == 1 else ""
 
 
-def mma_calls(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list:
+def mma_calls(k: KernelFacts, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list:
     """The kernel's tensor-core MMA calls of the given families."""
     return [c for c in k.calls if _call_kind(k, c) in kinds]
 
 
-def wgmma_names(k) -> list[int]:
+def wgmma_names(k: KernelFacts) -> list[int]:
     """Lines of identifiers or type names that are WGMMA or UMMA atoms (``SM90_64x128x32_..._SS``,
     ``MMA_64x128x32_F32E4M3E4M3_SS_TN``, ``SM100_MMA_F16BF16_SS``) — how CuTe code selects one."""
     return [line for n, line in k.names.items()
             if any((_WGMMA_NAME.search(p) and "64x" in p) or p.startswith("SM100_MMA_") for p in _parts(n))]
 
 
-def wgmma_protocol(k) -> list[int]:
+def wgmma_protocol(k: KernelFacts) -> list[int]:
     """Lines of the WGMMA issue protocol: fence / commit_group / wait_group, as PTX or
     through ``warpgroup_arrive``/``warpgroup_commit_batch``/``warpgroup_wait``."""
     return [c.line for c in k.calls
@@ -124,7 +128,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
 _CPP_WORDS = {"sizeof", "static_cast", "int", "uint32_t", "unsigned", "size_t", "true", "false", "auto", "const"}
 
 
-def _constant_trip(k, lp) -> bool:
+def _constant_trip(k: KernelFacts, lp: Loop) -> bool:
     """The loop's bound is a compile-time constant: literals, template parameters,
     `kNumStages`/`BLOCK_K`-style constants and qualified members (``WGMMA::K``)."""
     if lp.kind not in ("for",) or len(lp.args) < 2:
@@ -147,13 +151,13 @@ def _constant_trip(k, lp) -> bool:
     return True
 
 
-def _loop_vars(lp) -> list[str]:
+def _loop_vars(lp: Loop) -> list[str]:
     init = lp.args[0] if lp.args else ""
     m = re.search(r"(\w+)\s*=", init)
     return [m.group(1)] if m else []
 
 
-def call_sites(k, line: int, _seen: frozenset = frozenset()) -> list[int]:
+def call_sites(k: KernelFacts, line: int, _seen: frozenset = frozenset()) -> list[int]:
     """Where a statement at ``line`` runs in the kernel's own body. A line inside a device
     helper folded into the kernel (``k.folded``) runs where the kernel calls that helper:
     its loops are the loops around those calls, not the helper's."""
@@ -167,13 +171,13 @@ def call_sites(k, line: int, _seen: frozenset = frozenset()) -> list[int]:
     return out or [line]
 
 
-def enclosing_loops(k, line: int) -> list:
+def enclosing_loops(k: KernelFacts, line: int) -> list:
     """The kernel's loops around ``line`` (a helper's line: around the helper's call sites)."""
     sites = call_sites(k, line)
     return [lp for lp in k.loops if any(lp.line <= s <= lp.end_line for s in sites)]
 
 
-def k_loops(k, line: int) -> list:
+def k_loops(k: KernelFacts, line: int) -> list:
     """The loops around ``line`` that walk K: not a fully unrolled constant-trip loop
     (``#pragma unroll`` over ``BLOCK_K / WGMMA::K``), i.e. a runtime bound, a `while`,
     or a loop the authors left rolled."""
@@ -185,7 +189,7 @@ def k_loops(k, line: int) -> list:
     return out
 
 
-def mma_in_k_loop(k, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list[int]:
+def mma_in_k_loop(k: KernelFacts, kinds: tuple[str, ...] = ("wgmma", "mma.sync", "umma")) -> list[int]:
     """Lines of MMA calls of the given families that sit inside a K loop."""
     return [c.line for c in mma_calls(k, kinds) if k_loops(k, c.line)]
 
@@ -204,7 +208,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 _SMEM_NAME = re.compile(r"(?i)^(smem\w*|\w*_smem\w*|s_\w+|sh_\w+|\w*shared\w*|[A-Z]s)$")
 
 
-def tma_loads(k) -> list[int]:
+def tma_loads(k: KernelFacts) -> list[int]:
     """Lines of TMA loads: `cp.async.bulk.tensor` / `cp.async.bulk` PTX, CuTe's
     `SM90_TMA_LOAD*` atoms, `tma_load*`/`tma::copy` helpers."""
     out = []
@@ -218,7 +222,7 @@ def tma_loads(k) -> list[int]:
     return out
 
 
-def cp_async_loads(k) -> list[int]:
+def cp_async_loads(k: KernelFacts) -> list[int]:
     """Lines of Ampere-style asynchronous copies (`cp.async.ca/cg`, `__pipeline_memcpy_async`,
     `cuda::memcpy_async`, `cp_async*` helpers)."""
     out = []
@@ -229,12 +233,12 @@ def cp_async_loads(k) -> list[int]:
     return out
 
 
-def shared_arrays(k) -> set[str]:
+def shared_arrays(k: KernelFacts) -> set[str]:
     """Names of the kernel's `__shared__` arrays (static or `extern`)."""
     return set(_SHARED_DECL.findall(k.source or ""))
 
 
-def _plain_smem_stores(k) -> list[int]:
+def _plain_smem_stores(k: KernelFacts) -> list[int]:
     """Lines of ordinary stores into shared memory (`As[ty][tx] = A[...]`, `smem_a[i] = ...`)
     inside a loop: a tile staged by the threads themselves."""
     arrays = shared_arrays(k)
@@ -252,7 +256,7 @@ def _plain_smem_stores(k) -> list[int]:
     return out
 
 
-def smem_tile_loads_in_loop(k) -> list[int]:
+def smem_tile_loads_in_loop(k: KernelFacts) -> list[int]:
     """Lines of tile loads into shared memory inside a loop: TMA, cp.async or plain stores."""
     lines = [ln for ln in tma_loads(k) + cp_async_loads(k) if enclosing_loops(k, ln)]
     return lines + _plain_smem_stores(k)
@@ -267,7 +271,7 @@ _BLOCK_SCALED = re.compile(r"block_scale|kind::mx")
 _MMA_WORD = re.compile(r"(?i)mma")
 
 
-def fp8_operands(k) -> list[int]:
+def fp8_operands(k: KernelFacts) -> list[int]:
     """Lines showing an FP8 MMA: an FP8 mnemonic or MMA helper (`...f32.e4m3.e4m3`,
     `wgmma_e4m3_m64n16k32`), or an MMA atom/selector named for FP8 (`F32E4M3E4M3`,
     `FP8MMASelector`). FP8 types alone (a `sizeof(__nv_fp8_e4m3)` in a BF16 kernel's

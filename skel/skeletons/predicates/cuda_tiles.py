@@ -11,8 +11,12 @@ fact (empty when absent), so conditions can cite them.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from skel.skeletons.conditions import IDENT
+
+if TYPE_CHECKING:
+    from skel.kernels.model import KernelFacts, Loop
 
 #: A tensor-core MMA, by callee: `wmma::mma_sync`, `WGMMA::wgmma`, `cute::gemm`,
 #: `SM90_64x128x32_F32BF16BF16_SS::fma` (CuTe MMA atoms), `mma_bf16_16816` helpers ...
@@ -22,23 +26,23 @@ _MMA_CALL = re.compile(r"(?i)(^|[:.])(w?mma\w*|wgmma\w*|\w*_mma|umma\w*|hmma\w*|
 _MMA_PTX = re.compile(r"ptx:(mma\.|wgmma\.mma_async|tcgen05\.mma)")
 
 
-def is_kernel(k) -> bool:
+def is_kernel(k: KernelFacts) -> bool:
     """A `__global__` function (the extractor's kind "kernel"), not a host binding."""
     kind = getattr(k, "kind", "")
     return kind == "kernel" or (not kind and any(d.name == "__global__" for d in k.decorators))
 
 
-def mma_lines(k) -> list[int]:
+def mma_lines(k: KernelFacts) -> list[int]:
     """Lines of tensor-core MMA calls or MMA PTX instructions (helpers folded in count)."""
     return sorted({c.line for c in k.calls if _MMA_PTX.match(c.name) or _MMA_CALL.search(c.name)})
 
 
-def shared_lines(k) -> list[int]:
+def shared_lines(k: KernelFacts) -> list[int]:
     """Lines declaring shared memory (`__shared__` arrays or `extern __shared__` buffers)."""
     return sorted({line for n, line in k.names.items() if n in ("__shared__", "extern __shared__")})
 
 
-def _loop_of(k, line: int):
+def _loop_of(k: KernelFacts, line: int) -> Loop | None:
     """The innermost loop holding ``line``, or None."""
     best = None
     for lp in k.loops:
@@ -54,13 +58,13 @@ _SHARED_DECL = re.compile(r"__shared__[^;=\[]*?\b([A-Za-z_]\w*)\s*(?:\[|;|=)")
 _SUBSCRIPT = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
 
 
-def shared_arrays(k) -> set[str]:
+def shared_arrays(k: KernelFacts) -> set[str]:
     """Names of the shared-memory arrays the kernel declares (its folded helpers' included)."""
     return {m.group(1) for line in k.source.splitlines() if "__shared__" in line
             for m in _SHARED_DECL.finditer(line)}
 
 
-def syncthreads_k_loops(k) -> list[int]:
+def syncthreads_k_loops(k: KernelFacts) -> list[int]:
     """Loops that stage operand tiles through shared memory, as a CUDA-core SGEMM does:
     a `__syncthreads()` in the body, a store into a shared array (the staging), and a
     multiply-accumulate of two different arrays (`acc += As[ty][kk] * Bs[kk][tx]`, or
@@ -81,7 +85,7 @@ def syncthreads_k_loops(k) -> list[int]:
     return sorted(out)
 
 
-def gemm_like_lines(k) -> list[int]:
+def gemm_like_lines(k: KernelFacts) -> list[int]:
     """A tiled GEMM-like body: tensor-core MMAs, or shared tiles feeding a multiply-
     accumulate K loop with barriers (a CUDA-core SGEMM)."""
     mma = mma_lines(k)
@@ -91,7 +95,7 @@ def gemm_like_lines(k) -> list[int]:
     return loops if loops and shared_lines(k) else []
 
 
-def one_cta_per_tile_lines(k) -> list[int]:
+def one_cta_per_tile_lines(k: KernelFacts) -> list[int]:
     """The output tile comes from the block index: both `blockIdx.x` and `blockIdx.y` are
     read, or `blockIdx.x` is split into a row and a column of tiles with `/` and `%`."""
     attrs = k.attributes
@@ -109,12 +113,12 @@ _CTA_COUNT = re.compile(r"\bgridDim\.x\b|(?i:\bk?_?num_?sms?\b|\bsm_?count\b|\bn
 _NEXT_TILE = re.compile(r"(?i)(get_)?next_(block|tile|work)\w*|advance_to_next_work|get_current_work|fetch_next_\w+")
 
 
-def tile_loops(k) -> list:
+def tile_loops(k: KernelFacts) -> list[Loop]:
     """Persistent tile loops: a loop over tiles whose step is the grid size or the SM count
     (`tile += gridDim.x`, in the loop header or its body) — a step without `blockDim`, which
     would make it an element-wise grid-stride loop — or a loop driven by a tile scheduler's
     `get_next_block`-style call."""
-    found = {}
+    found: dict[int, Loop] = {}
     for lp in k.loops:
         update = lp.args[2] if len(lp.args) >= 3 else " ".join(lp.args)
         if _CTA_COUNT.search(update) and "blockDim" not in update:
@@ -122,18 +126,18 @@ def tile_loops(k) -> list:
     for a in k.assigns:  # `tile += gridDim.x;` in the body of a `while (tile < num_tiles)`
         if not (a.loop_depth and a.op == "+=" and _CTA_COUNT.search(a.value) and "blockDim" not in a.value):
             continue
-        lp = _loop_of(k, a.line)
-        if lp is not None and set(a.targets) & set(IDENT.findall(" ".join(lp.args))):
-            found[lp.line] = lp
+        held = _loop_of(k, a.line)
+        if held is not None and set(a.targets) & set(IDENT.findall(" ".join(held.args))):
+            found[held.line] = held
     for c in k.calls:
         if _NEXT_TILE.fullmatch(re.split(r"::|\.", c.name)[-1]):
-            lp = _loop_of(k, c.line)
-            if lp is not None:
-                found[lp.line] = lp
+            held = _loop_of(k, c.line)
+            if held is not None:
+                found[held.line] = held
     return [found[line] for line in sorted(found)]
 
 
-def gemm_tile_loop_lines(k) -> list[int]:
+def gemm_tile_loop_lines(k: KernelFacts) -> list[int]:
     """Tile loops (``tile_loops``) whose body does the GEMM work (its MMAs or its K loop):
     a grid-stride loop over rows of a norm, or a helper's loop over MoE blocks, is not a
     persistent GEMM."""
@@ -141,6 +145,6 @@ def gemm_tile_loop_lines(k) -> list[int]:
     return [lp.line for lp in tile_loops(k) if any(lp.line <= w <= lp.end_line for w in work)]
 
 
-def scheduler_call_lines(k) -> list[int]:
+def scheduler_call_lines(k: KernelFacts) -> list[int]:
     """Tile-scheduler calls (`scheduler.get_next_block(m, n)`): the order is the scheduler's."""
     return sorted({c.line for c in k.calls if _NEXT_TILE.fullmatch(re.split(r"::|\.", c.name)[-1])})

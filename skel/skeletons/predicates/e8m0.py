@@ -8,19 +8,28 @@ scales belong to `tl.dot_scaled`, not to a fp32 block-scale multiply."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from skel.skeletons.conditions import custom
+from skel.skeletons.patterns import assigns
+
+if TYPE_CHECKING:
+    from skel.kernels.model import Assign, KernelFacts
 
 _BIAS = re.compile(r"-\s*127(\.0*)?\b")
 _EXPONENT_SHIFT = re.compile(r"<<\s*23\b")
 _EXP2 = frozenset({"tl.exp2", "tl.math.exp2", "exp2"})
 
 
-def e8m0_decode_lines(k) -> list[int]:
+def _e8m0_decode(a: Assign, k: KernelFacts) -> bool:
+    """An assignment decoding an e8m0 exponent (`exp2(s - 127)`, `s << 23`)."""
+    return bool(_EXPONENT_SHIFT.search(a.value) or (_BIAS.search(a.value) and _EXP2 & set(a.calls)))
+
+
+def e8m0_decode_lines(k: KernelFacts) -> list[int]:
     """Lines of assignments decoding an e8m0 exponent (`exp2(s - 127)`, `s << 23`)."""
-    return [a.line for a in k.assigns
-            if _EXPONENT_SHIFT.search(a.value) or (_BIAS.search(a.value) and _EXP2 & set(a.calls))]
+    return [a.line for a in k.assigns if _e8m0_decode(a, k)]
 
 
 #: e8m0 scales decoded by hand (`tl.exp2(s.to(tl.float32) - 127)`, `(s.to(tl.int32) << 23)` bitcast).
-E8M0_DECODE = custom("e8m0-decode", "e8m0 scales decoded by hand (`exp2(s - 127)`, `s << 23`)", e8m0_decode_lines)
+E8M0_DECODE = assigns(where=_e8m0_decode, name="e8m0-decode",
+                      describe="e8m0 scales decoded by hand (`exp2(s - 127)`, `s << 23`)")

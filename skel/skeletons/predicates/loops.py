@@ -5,27 +5,33 @@ Read through the kernel's facts and its data-flow view (``skel.kernels.flow``)."
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, cast
 
 from skel.kernels.flow import (NOT_CONSTANT, Flow, LoopInfo, Node, args_of, binary, broadcast_axes, constant,
-                               has_call, is_call, is_comparison, is_not, name_of, operands, positional, receiver,
-                               subscript_pair, subscripted, walk)
+                               flow_of, has_call, is_call, is_comparison, is_not, name_of, operands, positional,
+                               receiver, subscript_pair, subscripted, walk)
 from skel.skeletons.conditions import assign_targets, custom
 
+if TYPE_CHECKING:
+    import libcst as cst
 
-def loop_carried(k, lp) -> dict[str, object]:
+    from skel.kernels.model import Assign, KernelFacts, Loop
+
+
+def loop_carried(k: KernelFacts, lp: Loop) -> dict[str, Assign]:
     """Names whose value flows from one iteration of loop ``lp`` to the next -> the
     assignment that first (re)assigns them in the loop. A name is carried when that first
     assignment reads it (``acc += ...``, ``acc = acc * r + ...``, ``h = h * d + ...``);
     a name first assigned afresh (a reloaded tile) is not. Accumulators and recurrent
     states are the carried names."""
-    first: dict[str, object] = {}
+    first: dict[str, Assign] = {}
     for a in sorted((a for a in k.assigns if lp.line <= a.line <= lp.end_line), key=lambda a: a.line):
         for t in assign_targets(a):
             first.setdefault(t, a)
     return {t: a for t, a in first.items() if a.op != "=" or t in a.names}
 
 
-def runtime_trip_count(fl: Flow, k, loop: LoopInfo) -> bool:
+def runtime_trip_count(fl: Flow, k: KernelFacts, loop: LoopInfo) -> bool:
     """The loop's trip count depends on a runtime argument or on data (a sequence length,
     K, n_cols), not only on constexpr parameters and literals."""
     if loop.bounds is None:
@@ -77,7 +83,7 @@ def affine_in_loop(fl: Flow, expr: Node, loop: LoopInfo) -> bool:
             if binary(n, "//", "%") and depends_on_loop(fl, operands(n)[0], loop):
                 return False
             if is_call(n, *_CLAMPS) \
-                    and any(depends_on_loop(fl, a, loop) for a in args_of(n)):
+                    and any(depends_on_loop(fl, a, loop) for a in args_of(cast("cst.Call", n))):
                 return False  # a clamped or selected index: the step is not constant at the edges
     return True
 
@@ -95,8 +101,10 @@ def conjuncts(fl: Flow, expr: Node, depth: int = 8) -> list[Node]:
         return conjuncts(fl, left, depth - 1) + conjuncts(fl, right, depth - 1)
     if subscript_pair(expr) is not None and broadcast_axes([expr]):
         return conjuncts(fl, subscripted(expr), depth - 1)
-    if is_call(expr, ".to") and receiver(expr) is not None:
-        return conjuncts(fl, receiver(expr), depth - 1)
+    if is_call(expr, ".to"):
+        inner = receiver(cast("cst.Call", expr))
+        if inner is not None:
+            return conjuncts(fl, inner, depth - 1)
     name = name_of(expr)
     if name is not None:
         defs = fl.defs.get(name, ())
@@ -105,7 +113,7 @@ def conjuncts(fl: Flow, expr: Node, depth: int = 8) -> list[Node]:
     return [expr]
 
 
-def _zero_one(fl: Flow, k, e: Node, depth: int = 4) -> bool:
+def _zero_one(fl: Flow, k: KernelFacts, e: Node, depth: int = 4) -> bool:
     """``e`` can only be 0 or 1 (False/True): a literal, a comparison, `tl.where(c, 1, 0)`,
     a name bound only to such values, or a constexpr flag parameter (bool default, or a
     flag-like name such as `IS_*`, `USE_*`, `HAS_*`)."""
@@ -116,10 +124,12 @@ def _zero_one(fl: Flow, k, e: Node, depth: int = 4) -> bool:
         return value in (0, 1) and not isinstance(value, float)
     if is_comparison(e) or is_not(e):
         return True
-    if is_call(e, "tl.where") and len(args_of(e)) == 3:
-        return all(_zero_one(fl, k, a, depth - 1) for a in args_of(e)[1:])
-    if is_call(e, ".to") and receiver(e) is not None:
-        return _zero_one(fl, k, receiver(e), depth - 1)
+    if is_call(e, "tl.where") and len(args_of(cast("cst.Call", e))) == 3:
+        return all(_zero_one(fl, k, a, depth - 1) for a in args_of(cast("cst.Call", e))[1:])
+    if is_call(e, ".to"):
+        inner = receiver(cast("cst.Call", e))
+        if inner is not None:
+            return _zero_one(fl, k, inner, depth - 1)
     name = name_of(e)
     if name is not None:
         p = next((p for p in k.params if p.name == name), None)
@@ -131,14 +141,14 @@ def _zero_one(fl: Flow, k, e: Node, depth: int = 4) -> bool:
     return False
 
 
-def at_most_one_trip(fl: Flow, k, loop: LoopInfo) -> bool:
+def at_most_one_trip(fl: Flow, k: KernelFacts, loop: LoopInfo) -> bool:
     """A `for` used as a guard: `range(0, flag, 1)` / `range(flag)` whose stop is 0 or 1 by
     construction (a 0/1 value, a comparison, a constexpr flag), so the body runs at most
     once. A runtime stop of unknown range is not assumed to be a flag."""
     b = loop.bounds
     if b is None or not is_call(b, "range", "tl.range", "tl.static_range"):
         return False
-    args = positional(b)
+    args = positional(cast("cst.Call", b))
     if not args or len(args) > 3:
         return False
     start, stop = (0, args[0]) if len(args) == 1 else (constant(args[0]), args[1])
@@ -157,14 +167,12 @@ def _names_a_rank(name: str) -> bool:
     return bool(parts & {"rank", "ranks"}) and "kv" not in parts
 
 
-def rank_loops(k) -> list[int]:
+def rank_loops(k: KernelFacts) -> list[int]:
     """Lines of the kernel's tile loops (a `tl.dot` or a load inside) when every one of them
     runs over a LoRA rank: its bounds read a rank (`range(0, tl.cdiv(K, BLOCK_K))` after
     `K = tl.minimum(K, rank)`, `rank = tl.load(lora_ranks + w)`). A rank is 8-64, so such a
     loop runs one to four times: nothing for a pipeline, a descriptor or a stepped pointer
     to amortise, and MMA work the loads dwarf (sglang's LoRA expand/shrink kernels)."""
-    from skel.kernels.flow import flow_of
-
     fl = flow_of(k)
     busy = [c.line for c in k.calls if c.name in ("tl.dot", "tl.load") or c.name.endswith(".load")]
     tile_loops = [lp for lp in fl.loops if lp.kind != "while" and any(lp.holds(x) for x in busy)]

@@ -12,12 +12,15 @@ mutually exclusive.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from skel.skeletons.conditions import custom
-from skel.skeletons.predicates.host import own_launches
+from skel.skeletons.patterns import launches
 from skel.skeletons.predicates.names import IDENT, TILE_NAME
 from skel.skeletons.predicates.pointers import pointer_arg, pointer_bases
 from skel.skeletons.predicates.programs import pid_names
+
+if TYPE_CHECKING:
+    from skel.kernels.model import KernelFacts, Launch
 
 _HOST_SUM = re.compile(r"\.sum$")
 #: Grid axes over sequence chunks or tokens: with one of them the grid is large without a split.
@@ -27,19 +30,14 @@ _TOKEN_TILE = re.compile(r"BT|BS|BC|BM|BLOCK_(T|S|M|ROW|ROWS)\w*|ROWS?_\w*")
 _TOKEN_IN_GRID = re.compile(r"T|NT|NC|NS|N_CTX|seq_?len\w*|num_tokens|n_tokens|total_tokens")
 
 
-def _summed_params(k) -> dict[str, list[int]]:
-    """Kernel parameters whose buffers the launching function sums after the launch
+def _summed_by(ln: Launch, k: KernelFacts) -> list[str]:
+    """Kernel parameters whose buffers the function launching ``ln`` sums after it
     (`dg = dg.sum(0)`, matched by the keyword the launch passes or by the same name)."""
-    out: dict[str, list[int]] = {}
-    for ln in own_launches(k):
-        summed = {c.rsplit(".", 1)[0] for c in ln.calls_after if _HOST_SUM.search(c)}
-        for p in k.params:
-            if p.name in summed or ln.kwargs.get(p.name, "").strip() in summed:
-                out.setdefault(p.name, []).append(ln.line)
-    return out
+    summed = {c.rsplit(".", 1)[0] for c in ln.calls_after if _HOST_SUM.search(c)}
+    return [p.name for p in k.params if p.name in summed or ln.kwargs.get(p.name, "").strip() in summed]
 
 
-def _split_pid_in_address(k, param: str) -> bool:
+def _split_pid_in_address(k: KernelFacts, param: str) -> bool:
     """A program id that tiles a reduction dimension elsewhere (`i_k * BK` in loads) offsets
     `param`'s stored address as a leading index (`dg += i_k * B * T * H`,
     `o + (i_k * all + bos) * V`): one partial buffer per block."""
@@ -59,28 +57,25 @@ def _split_pid_in_address(k, param: str) -> bool:
     return False
 
 
-def _host_merged(k) -> list[int]:
-    return [line for p, lines in _summed_params(k).items() if _split_pid_in_address(k, p) for line in lines]
+def _merges_split_partials(ln: Launch, k: KernelFacts) -> bool:
+    """The launching function sums a buffer that a split program id offsets (one partial per block)."""
+    return any(_split_pid_in_address(k, p) for p in _summed_by(ln, k))
 
 
-def _token_parallel_grid(k) -> list[int]:
-    lines = []
-    for ln in own_launches(k):
-        names = set(IDENT.findall(ln.grid))
-        if names & {n for n in names if _TOKEN_IN_GRID.fullmatch(n)}:
-            lines.append(ln.line)
-        elif IDENT.fullmatch(ln.grid.strip()) and any(_CHUNK_COUNT.fullmatch(n) for n in ln.host_names):
-            lines.append(ln.line)  # `grid = (NK, NT, B * H)` built before the launch
-    return lines
+def _token_parallel(ln: Launch, k: KernelFacts) -> bool:
+    """The launch grid has an axis over sequence chunks or tokens."""
+    names = set(IDENT.findall(ln.grid))
+    if names & {n for n in names if _TOKEN_IN_GRID.fullmatch(n)}:
+        return True
+    # `grid = (NK, NT, B * H)` built before the launch
+    return bool(IDENT.fullmatch(ln.grid.strip())) and any(_CHUNK_COUNT.fullmatch(n) for n in ln.host_names)
 
 
 #: Partials per reduction block, summed on the host after the launch (`o = o.sum(0)`).
-HOST_MERGED_PARTIALS = custom(
-    "host-merged-partials",
-    "a split grid axis over the reduction (`i_k * BK`) writing partials that the host sums (`o.sum(0)`)",
-    _host_merged)
+HOST_MERGED_PARTIALS = launches(
+    own=True, where=_merges_split_partials, name="host-merged-partials",
+    describe="a split grid axis over the reduction (`i_k * BK`) writing partials that the host sums (`o.sum(0)`)")
 #: The launch grid has an axis over sequence chunks or tokens (`(NK, NT, B * H)`): many programs.
-TOKEN_PARALLEL_GRID = custom(
-    "token-parallel-grid",
-    "a launch grid with an axis over sequence chunks or tokens (`NT`, `cdiv(T, BT)`)",
-    _token_parallel_grid)
+TOKEN_PARALLEL_GRID = launches(
+    own=True, where=_token_parallel, name="token-parallel-grid",
+    describe="a launch grid with an axis over sequence chunks or tokens (`NT`, `cdiv(T, BT)`)")

@@ -6,8 +6,13 @@ rerun) is not the same as running it once."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from skel.skeletons.conditions import custom
 from skel.skeletons.predicates.names import IDENT
+
+if TYPE_CHECKING:
+    from skel.kernels.model import Call, KernelFacts
 
 _PTR_WRAPPERS = ("tl.make_block_ptr(", "tl.advance(", "tl.make_tensor_descriptor(",
                  "tl.multiple_of(", "tl.max_contiguous(")
@@ -27,7 +32,7 @@ def _leading_name(expr: str) -> str:
     return m.group(0) if m else ""
 
 
-def pointer_bases(expr: str, k, line: int | None = None, depth: int = 0) -> set[str]:
+def pointer_bases(expr: str, k: KernelFacts, line: int | None = None, depth: int = 0) -> set[str]:
     """The kernel arguments a pointer expression is built from: ``o + offs`` -> {o};
     ``p_o`` with ``p_o = tl.make_block_ptr(o + ..., ...)`` -> {o}. A local name resolves
     through its latest assignment at or before ``line`` (pointer names get reused)."""
@@ -50,7 +55,7 @@ def pointer_bases(expr: str, k, line: int | None = None, depth: int = 0) -> set[
     return out
 
 
-def pointer_arg(call) -> str:
+def pointer_arg(call: Call) -> str:
     """The pointer argument of a ``tl.load``/``tl.store``/``tl.atomic_*`` call: the first
     positional argument, else the ``pointer=``/``ptr=`` keyword ("" when absent)."""
     if call.args:
@@ -58,7 +63,7 @@ def pointer_arg(call) -> str:
     return call.kwargs.get("pointer", call.kwargs.get("ptr", ""))
 
 
-def in_place_lines(k) -> list[int]:
+def in_place_lines(k: KernelFacts) -> list[int]:
     """Lines of a load and a later store whose pointers come from the same argument."""
     loaded: dict[str, int] = {}
     for c in k.calls_named("tl.load"):
@@ -72,9 +77,15 @@ def in_place_lines(k) -> list[int]:
     return lines
 
 
-def atomic_lines(k) -> list[int]:
+def atomic_lines(k: KernelFacts) -> list[int]:
     """Lines of ``tl.atomic_*`` calls (add, max, cas, xchg ...)."""
     return [c.line for c in k.calls if c.name.startswith("tl.atomic_")]
+
+
+def _accumulates_lines(k: KernelFacts) -> list[int]:
+    """Lines of atomics, and of loads with a later store through the same argument. Stays a
+    function: a load counts by the stores that follow it (a pairing of calls, not a test of one)."""
+    return atomic_lines(k) + in_place_lines(k)
 
 
 #: In-place updates or atomics: every extra run of the kernel (an autotuning trial)
@@ -82,4 +93,4 @@ def atomic_lines(k) -> list[int]:
 ACCUMULATES = custom(
     "accumulates-in-place",
     "in-place updates or atomics (`tl.atomic_*`, or a load and a later store through one pointer argument)",
-    lambda k: atomic_lines(k) + in_place_lines(k))
+    _accumulates_lines)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from skel.skeletons.conditions import assign_targets, calls, split_top
 from skel.skeletons.predicates.names import IDENT
+
+if TYPE_CHECKING:
+    from skel.kernels.model import KernelFacts
 
 #: A launched kernel: it reads ``tl.program_id``. ``@triton.jit`` helpers called from
 #: other kernels do not, and launch-level techniques (autotuning, specialization,
@@ -14,7 +18,7 @@ KERNEL_ENTRY = calls("tl.program_id", name="kernel-entry",
                      describe="a launched kernel (reads `tl.program_id`)")
 
 
-def program_id_vars(k) -> set[str]:
+def program_id_vars(k: KernelFacts) -> set[str]:
     """Names holding a program id, directly or through one level of arithmetic."""
     names: set[str] = set()
     for c in k.calls_named("tl.program_id"):
@@ -26,7 +30,7 @@ def program_id_vars(k) -> set[str]:
     return names
 
 
-def program_axes(k) -> set[int]:
+def program_axes(k: KernelFacts) -> set[int]:
     """The grid axes the kernel reads (``tl.program_id(0)`` -> 0); -1 for an axis that is
     not a literal. Its size tells a small 1-D/2-D launch from a 3-D tiled one."""
     axes = set()
@@ -36,7 +40,7 @@ def program_axes(k) -> set[int]:
     return axes
 
 
-def pid_names(k, fn: str = "tl.program_id") -> dict[str, str]:
+def pid_names(k: KernelFacts, fn: str = "tl.program_id") -> dict[str, str]:
     """Names assigned directly from ``fn(axis)`` -> the axis text ("0", "1", ...)."""
     out: dict[str, str] = {}
     for a in k.assigns:
@@ -55,7 +59,7 @@ _GRID_NAME = re.compile(r"(?i)n?num_?sms|n_?sms|num_?(programs?|progs?|ctas|core
 _PER_PROGRAM = re.compile(r"(?i)\w*(rows|tiles|blocks|items|tokens)_per_(program|prog|pid|cta|sm|core|block)\w*")
 
 
-def _grid_names(k) -> set[str]:
+def _grid_names(k: KernelFacts) -> set[str]:
     names = set(pid_names(k, "tl.num_programs"))
     names |= {p.name for p in k.params if _GRID_NAME.fullmatch(p.name)}
     names |= {n for n in k.names if _GRID_NAME.fullmatch(n)}
@@ -65,7 +69,7 @@ def _grid_names(k) -> set[str]:
     return names
 
 
-def grid_stride_loops(k) -> list[int]:
+def grid_stride_loops(k: KernelFacts) -> list[int]:
     """Lines of loops that split work over a fixed set of programs: a loop starting at the
     program id with a ``tl.num_programs``/``NUM_SMS`` stride (or a ``while`` stepping by
     one), or a loop over a ``rows_per_program`` slice starting at ``pid * rows_per_program``.

@@ -7,12 +7,17 @@ rows per program (``multi-row-per-program``) is decided from the same facts."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from skel.skeletons.conditions import IDENT, calls, custom, rx
+from skel.skeletons.patterns import absent, calls_where
 from skel.skeletons.predicates.host import own_launches
 from skel.skeletons.predicates.programs import pid_names
 from skel.skeletons.predicates.tiles import BROADCAST_2D
 from skel.skeletons.predicates.workload import SERVING_ENGINE
+
+if TYPE_CHECKING:
+    from skel.kernels.model import Call, KernelFacts
 
 _STRIDE = re.compile(r"(?i)\w*stride\w*|n_cols|n_col|hidden\w*|\w*_dim|D|N|H|C|K|V")
 # A dotted name (`x.stride`, `cfg.n_cols`), unlike names.IDENT: the row stride may be read
@@ -20,8 +25,10 @@ _STRIDE = re.compile(r"(?i)\w*stride\w*|n_cols|n_col|hidden\w*|\w*_dim|D|N|H|C|K
 _DOTTED_NAME = r"[A-Za-z_][\w.]*"
 
 
-def _one_row_per_program(k) -> list[int]:
-    """A 1-D grid whose program id is a row index (``ptr + pid * row_stride``)."""
+def _one_row_per_program(k: KernelFacts) -> list[int]:
+    """A 1-D grid whose program id is a row index (``ptr + pid * row_stride``). Stays a
+    function: every program id must read axis 0, and the products are read from both the
+    assignments and the calls' arguments."""
     pid_calls = k.calls_named("tl.program_id")
     if not pid_calls or any((c.args[:1] or [c.kwargs.get("axis", "0")])[0].strip() not in ("0", "axis=0")
                             for c in pid_calls):
@@ -46,13 +53,14 @@ def _one_row_per_program(k) -> list[int]:
     return hits
 
 
-def _one_d(k) -> bool:
+def _one_d(k: KernelFacts) -> bool:
+    """No 2-D broadcast anywhere in the source (a fact of the whole text, with no lines)."""
     return not BROADCAST_2D.search(k.source)
 
 
-def _no_column_loop(k) -> bool:
-    loads = [c.line for c in k.calls if c.name == "tl.load"]
-    return not any(lp.line <= ln <= lp.end_line for lp in k.loops for ln in loads)
+def _within_a_loop(c: Call, k: KernelFacts) -> bool:
+    """The call sits within some loop's lines (its header included)."""
+    return any(lp.line <= c.line <= lp.end_line for lp in k.loops)
 
 
 #: A 1-D grid whose program id indexes a row (``ptr + pid * row_stride``): one program
@@ -67,8 +75,9 @@ ONE_ROW_PER_PROGRAM = custom(
 ROW_REDUCTION = calls("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin", in_loop=False,
                       name="row-reduction", describe="a reduction over the row (`tl.sum`/`tl.max`)")
 #: No load inside a loop: the row is read in one block, not streamed over column blocks.
-ROW_IN_ONE_BLOCK = custom("row-in-one-block", "no loop over column blocks (the row fits one block)",
-                          _no_column_loop)
+ROW_IN_ONE_BLOCK = absent(calls_where("tl.load", where=_within_a_loop, name="load-in-loop",
+                                      describe="a `tl.load` within a loop's lines"),
+                          name="row-in-one-block", describe="no loop over column blocks (the row fits one block)")
 #: No ``[:, None]``/``[None, :]`` anywhere: the kernel works on 1-D row vectors.
 ROW_IS_1D = custom("row-is-1d", "1-D row tiles (no `[:, None]` 2-D tiles)", _one_d)
 
@@ -108,13 +117,14 @@ def _short_values(texts: list[str]) -> bool:
     return any(_short_name(n) for t in texts for n in IDENT.findall(t.split(" [if ", 1)[0]))
 
 
-def _short_row(k) -> list[int]:
+def _short_row(k: KernelFacts) -> list[int]:
     """Lines saying the row is short: the row block (`tl.arange(0, BLOCK)`) is named for a
     head dim, a quantisation group or a top-k/expert list (`HEAD_DIM`, `N_EXPTS_PAD`), or a
     launch passes it a value read from one (`BLOCK = next_power_of_2(N)` after
     `N = group_size`) or a literal of at most 256. A value multiplying such a size
     (`num_heads * head_dim`) is not short, nor is `BLOCK_HD` by its name alone: sglang's
-    `hd = num_heads * head_dim` is every head of a token."""
+    `hd = num_heads * head_dim` is every head of a token. Stays a function: it reads the
+    `tl.arange` blocks and the launches that size them together."""
     aranges = [(c.line, m.group(1)) for c in k.calls_named("tl.arange")
                for m in [_ARANGE_BLOCK.search(f"tl.arange({', '.join(c.args)})")] if m]
     blocks = {b for _, b in aranges}

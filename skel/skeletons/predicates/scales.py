@@ -6,8 +6,15 @@ address, an index vector, a `tl.where` condition) is not on the value's path."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from skel.kernels.flow import binary, call_name, is_call, name_of, positional
 from skel.kernels.tree import children
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from skel.kernels.flow import Flow, Node
 
 #: Calls whose arguments compute where a value lives or which program runs, not the value:
 #: their arithmetic (`row * stride`, `pid * BLOCK`) is never a scale of what they return.
@@ -15,7 +22,7 @@ OPAQUE_CALLS = frozenset({"tl.load", "tl.arange", "tl.program_id", "tl.num_progr
                           "tl.advance"})
 
 
-def scaled(fl, expr, hops: int = 6) -> bool:
+def scaled(fl: Flow, expr: Node, hops: int = 6) -> bool:
     """Does the value ``expr`` computes go through a multiply or a divide (a softmax scale,
     a temperature, `qk *= sm_scale`)? Definitions in the data-flow view ``fl`` are followed
     ``hops`` deep; the arguments of ``OPAQUE_CALLS`` and a `tl.where` condition are not."""
@@ -27,11 +34,11 @@ def scaled(fl, expr, hops: int = 6) -> bool:
         while stack:
             n = stack.pop()
             if is_call(n):
-                name = call_name(n)
+                name = call_name(cast("cst.Call", n))
                 if name in OPAQUE_CALLS:
                     continue
                 if name == "tl.where":  # the condition picks lanes; the branches are the value
-                    stack.extend(positional(n)[1:3])
+                    stack.extend(positional(cast("cst.Call", n))[1:3])
                     continue
             elif binary(n, "*", "/"):
                 return True

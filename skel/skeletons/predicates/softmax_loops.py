@@ -7,9 +7,15 @@ split or merge reductions must tell it apart from ``acc += tl.dot(...)``."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from skel.kernels.flow import flow_of
 from skel.skeletons.conditions import IDENT, assign_targets, custom
 from skel.skeletons.predicates.loops import at_most_one_trip, runtime_trip_count
+
+if TYPE_CHECKING:
+    from skel.kernels.flow import LoopInfo
+    from skel.kernels.model import KernelFacts
 
 #: Exponentials as kernels spell them (tl, tl.math, libdevice, a project helper `safe_exp`).
 EXP_CALLS = frozenset({"tl.exp", "tl.exp2", "exp", "exp2", "tl.math.exp", "tl.math.exp2", "safe_exp",
@@ -19,10 +25,12 @@ EXP_CALLS = frozenset({"tl.exp", "tl.exp2", "exp", "exp2", "tl.math.exp", "tl.ma
 MAX_CALLS = frozenset({"tl.max", "tl.maximum", "tl.math.max", "maximum"})
 
 
-def online_softmax_loops(k) -> list[int]:
+def online_softmax_loops(k: KernelFacts) -> list[int]:
     """Lines of loops with a runtime trip count that load blocks and apply both an
     ``exp`` and a ``max`` inside: an online softmax streaming keys (or a vocabulary).
-    A 0/1-trip guard (`for _ in range(0, flag, 1)`) and a ``tl.static_range`` are not."""
+    A 0/1-trip guard (`for _ in range(0, flag, 1)`) and a ``tl.static_range`` are not.
+    Stays a function: it walks the data-flow view's loops (not the facts' loops) and the
+    calls and assignments inside each."""
     fl = flow_of(k)
     if not fl.ok:
         return []
@@ -37,7 +45,7 @@ def online_softmax_loops(k) -> list[int]:
     return lines
 
 
-def _running_max(k, lp) -> bool:
+def _running_max(k: KernelFacts, lp: LoopInfo) -> bool:
     """A max inside the loop that reads a name the loop assigns at or after it
     (`m_new = tl.maximum(m_i, tl.max(qk))` ... `m_i = m_new`): a maximum carried across
     iterations, not a per-block absmax (`tl.max(tl.abs(x))` of a quantiser)."""

@@ -27,8 +27,13 @@ floating-point sign, is not described by them.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from skel.skeletons.conditions import custom
+from skel.skeletons.patterns import in_module
+
+if TYPE_CHECKING:
+    from skel.kernels.model import KernelFacts
 
 # --- kernels that only move or index data ----------------------------------------------
 
@@ -46,11 +51,11 @@ _FLOAT_OPERAND = re.compile(r"(?i)(scale|eps|alpha|beta|weight|bias|temperature|
 _COMMENT_OR_STRING = re.compile(r"#[^\n]*|\"\"\".*?\"\"\"|'''.*?'''|\"[^\"\n]*\"|'[^'\n]*'", re.S)
 
 
-def _code(k) -> str:
+def _code(k: KernelFacts) -> str:
     return _COMMENT_OR_STRING.sub(" ", k.source)
 
 
-def moves_data_only(k) -> bool:
+def moves_data_only(k: KernelFacts) -> bool:
     """No floating-point sign anywhere in the kernel (and the helpers folded into it): no
     float dtype, float literal, true division, math call or `tl.dot`, and no parameter that
     names a float operand (scale, eps, weight...). What is left loads, stores, compares and
@@ -65,10 +70,16 @@ def moves_data_only(k) -> bool:
     return not any(_FLOAT_OPERAND.search(p.name) for p in k.params)
 
 
+def _moves_data_only(k: KernelFacts) -> bool | None:
+    """``moves_data_only`` as a condition's test: an absence across the source, calls,
+    constants and parameters together, holding with no lines."""
+    return True if moves_data_only(k) else None
+
+
 #: ``moves_data_only`` as a condition: a launch or tiling technique's precondition negates it
 MOVES_DATA_ONLY = custom(
     "moves-data-only", "a kernel that only moves or indexes data (no float dtype, literal, division, "
-    "math call or `tl.dot`): memory- or launch-bound", lambda k: True if moves_data_only(k) else None)
+    "math call or `tl.dot`): memory- or launch-bound", _moves_data_only)
 
 
 # --- per-step bookkeeping modules of a serving engine ----------------------------------
@@ -83,7 +94,7 @@ _STEP_FILE = re.compile(r"metadata\w*|\w*_metadata|allocator|input_batch|structu
                         r"|penalties|\w*logprobs?")
 
 
-def step_module(k) -> str:
+def step_module(k: KernelFacts) -> str:
     """The part of the kernel's path that places it in per-step bookkeeping, or ""."""
     parts = k.path.replace("\\", "/").split("/")
     for folder in parts[:-1]:
@@ -94,10 +105,10 @@ def step_module(k) -> str:
 
 
 #: ``step_module`` as a condition: a per-layer latency technique's precondition negates it
-STEP_MODULE = custom(
-    "per-step-module", "a module of a serving engine's per-step bookkeeping (sampler, speculative "
-    "decoding, scheduler, allocator, metadata): launched once per step, not per layer",
-    lambda k: True if step_module(k) else None)
+STEP_MODULE = in_module(
+    folders=_STEP_FOLDERS, stem=_STEP_FILE, name="per-step-module",
+    describe="a module of a serving engine's per-step bookkeeping (sampler, speculative "
+    "decoding, scheduler, allocator, metadata): launched once per step, not per layer")
 
 
 # --- kernels of a serving engine ----------------------------------------------------------
@@ -108,7 +119,7 @@ _SERVING_PACKAGES = frozenset({"sglang", "vllm", "lmdeploy", "lightllm", "tensor
                                "text_generation_server", "mlc_llm", "aphrodite"})
 
 
-def serving_engine(k) -> str:
+def serving_engine(k: KernelFacts) -> str:
     """The serving engine whose package holds the kernel's file (a folder of its path), or ""."""
     for folder in k.path.replace("\\", "/").split("/")[:-1]:
         if folder in _SERVING_PACKAGES:
@@ -117,9 +128,10 @@ def serving_engine(k) -> str:
 
 
 #: ``serving_engine`` as a condition: a size-driven technique's precondition reads it
-SERVING_ENGINE = custom(
-    "serving-engine-module", "a module of an LLM serving engine (sglang, vLLM, lmdeploy...), where "
-    "one forward pass holds a bounded number of tokens", lambda k: True if serving_engine(k) else None)
+SERVING_ENGINE = in_module(
+    folders=_SERVING_PACKAGES, name="serving-engine-module",
+    describe="a module of an LLM serving engine (sglang, vLLM, lmdeploy...), where "
+    "one forward pass holds a bounded number of tokens")
 
 
 
@@ -128,7 +140,7 @@ SERVING_ENGINE = custom(
 _DECODE = re.compile(r"(?i)decod")
 
 
-def serving_decode(k) -> str:
+def serving_decode(k: KernelFacts) -> str:
     """The kernel's or its file's name when it is a serving engine's decode kernel, or "".
     Decode there runs under CUDA-graph capture, replayed for each batch size captured at
     start-up: a launch must be fixed before capture, where an autotuner cannot time configs,
@@ -139,10 +151,16 @@ def serving_decode(k) -> str:
     return next((n for n in (k.name, stem) if _DECODE.search(n)), "")
 
 
+def _serving_decode(k: KernelFacts) -> bool | None:
+    """``serving_decode`` as a condition's test: the module's place and the kernel's or
+    file's name together, holding with no lines."""
+    return True if serving_decode(k) else None
+
+
 #: ``serving_decode`` as a condition: a technique that times or re-tunes launches negates it
 SERVING_DECODE = custom(
     "serving-decode-kernel", "a serving engine's decode kernel (named for decoding, or in a decode module), "
-    "launched under CUDA-graph capture", lambda k: True if serving_decode(k) else None)
+    "launched under CUDA-graph capture", _serving_decode)
 
 # --- deterministic (batch-invariant) modules -----------------------------------------------
 
@@ -151,7 +169,7 @@ SERVING_DECODE = custom(
 _DETERMINISTIC = re.compile(r"batch_invariant\w*|determinism|deterministic\w*")
 
 
-def deterministic_module(k) -> str:
+def deterministic_module(k: KernelFacts) -> str:
     """The part of the kernel's path that says its results must not vary from run to run
     (batch-invariant or deterministic ops), or "". There the reduction order is fixed on
     purpose: an autotuner picking a block size by timing, or a split of the reduction,
@@ -164,9 +182,10 @@ def deterministic_module(k) -> str:
 
 
 #: ``deterministic_module`` as a condition: techniques that change the reduction order negate it
-DETERMINISTIC_MODULE = custom(
-    "deterministic-module", "a module of batch-invariant or deterministic kernels (results fixed bit for bit: "
-    "the reduction order is chosen on purpose)", lambda k: True if deterministic_module(k) else None)
+DETERMINISTIC_MODULE = in_module(
+    parts=_DETERMINISTIC, name="deterministic-module",
+    describe="a module of batch-invariant or deterministic kernels (results fixed bit for bit: "
+    "the reduction order is chosen on purpose)")
 
 
 # --- diffusion-model pipelines --------------------------------------------------------------
@@ -176,7 +195,7 @@ DETERMINISTIC_MODULE = custom(
 _DIFFUSION_FOLDERS = frozenset({"diffusion", "multimodal_gen", "dits", "vaes"})
 
 
-def diffusion_module(k) -> str:
+def diffusion_module(k: KernelFacts) -> str:
     """The folder that places the kernel in a diffusion model's pipeline, or "". A denoising
     step is a few large launches over thousands of image or video tokens, not a chain of
     tiny per-layer decode kernels waiting on their launches."""
@@ -187,6 +206,7 @@ def diffusion_module(k) -> str:
 
 
 #: ``diffusion_module`` as a condition: a launch-latency technique's precondition negates it
-DIFFUSION_MODULE = custom(
-    "diffusion-module", "a module of a diffusion model's pipeline (image/video DiT, VAE): launches over "
-    "thousands of tokens, not a chain of tiny decode kernels", lambda k: True if diffusion_module(k) else None)
+DIFFUSION_MODULE = in_module(
+    folders=_DIFFUSION_FOLDERS, name="diffusion-module",
+    describe="a module of a diffusion model's pipeline (image/video DiT, VAE): launches over "
+    "thousands of tokens, not a chain of tiny decode kernels")

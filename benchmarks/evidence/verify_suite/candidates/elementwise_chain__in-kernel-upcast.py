@@ -1,0 +1,24 @@
+"""elementwise_chain + in-kernel-upcast: the kernel takes the bf16 tensors and upcasts in registers (.to(tl.float32)); no host .float() copies."""
+
+import triton
+import triton.language as tl
+
+from benchmarks.evidence.verify_suite.kernels.elementwise_chain import *  # noqa: F401,F403  the harness (kernels/elementwise_chain.py, __all__)
+
+from benchmarks.evidence.verify_suite.kernels.elementwise_chain import BLOCK, SCALE
+
+
+@triton.jit
+def chain_kernel(gate_ptr, up_ptr, res_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    gate = tl.load(gate_ptr + offs, mask=mask).to(tl.float32)
+    up = tl.load(up_ptr + offs, mask=mask).to(tl.float32)
+    res = tl.load(res_ptr + offs, mask=mask).to(tl.float32)
+    out = gate * tl.sigmoid(gate) * up * scale + res
+    tl.store(out_ptr + offs, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(gate, up, residual, out):
+    n = gate.numel()
+    chain_kernel[(triton.cdiv(n, BLOCK),)](gate, up, residual, out, n, SCALE, BLOCK=BLOCK)

@@ -1,0 +1,40 @@
+"""kda_decode + fuse-redundant-tiles: one program per (batch, head) loops over the V tiles: q/k normalisation and the gate run once."""
+
+import triton
+import triton.language as tl
+
+from benchmarks.evidence.verify_suite.kernels.kda_decode import *  # noqa: F401,F403  the harness (kernels/kda_decode.py, __all__)
+
+
+@triton.jit
+def kda_decode_kernel(q_ptr, k_ptr, v_ptr, a_ptr, beta_ptr, A_log_ptr, dt_bias_ptr, s_ptr, o_ptr, s_out_ptr, H,
+                      scale, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr):
+    i_bh = tl.program_id(0).to(tl.int64)
+    i_h = i_bh % H
+    offs_k = tl.arange(0, K)
+    # per-(b, h) work, now once per program
+    q = tl.load(q_ptr + i_bh * K + offs_k).to(tl.float32)
+    k = tl.load(k_ptr + i_bh * K + offs_k).to(tl.float32)
+    q = q / tl.sqrt(tl.sum(q * q, axis=0) + 1e-6)
+    k = k / tl.sqrt(tl.sum(k * k, axis=0) + 1e-6)
+    a = tl.load(a_ptr + i_bh * K + offs_k).to(tl.float32) + tl.load(dt_bias_ptr + i_h * K + offs_k)
+    softplus = tl.where(a > 20.0, a, tl.log(1.0 + tl.exp(a)))
+    decay = tl.exp(-tl.exp(tl.load(A_log_ptr + i_h)) * softplus)
+    beta = tl.sigmoid(tl.load(beta_ptr + i_bh).to(tl.float32))
+    for i_v in range(tl.cdiv(V, BV)):
+        offs_v = i_v * BV + tl.arange(0, BV)
+        s_off = i_bh * K * V + offs_k[:, None] * V + offs_v[None, :]
+        S = tl.load(s_ptr + s_off) * decay[:, None]
+        v = tl.load(v_ptr + i_bh * V + offs_v).to(tl.float32)
+        u = beta * (v - tl.sum(k[:, None] * S, axis=0))
+        S = S + k[:, None] * u[None, :]
+        o = tl.sum((q * scale)[:, None] * S, axis=0)
+        tl.store(s_out_ptr + s_off, S)
+        tl.store(o_ptr + i_bh * V + offs_v, o.to(o_ptr.dtype.element_ty))
+
+
+def run(q, k, v, a, beta, A_log, dt_bias, state, o, state_out):
+    B, H, K = q.shape
+    V = v.shape[-1]
+    kda_decode_kernel[(B * H,)](q, k, v, a, beta, A_log, dt_bias, state, o, state_out, H, K ** -0.5,
+                                K=K, V=V, BV=min(32, V))

@@ -1,0 +1,2 @@
+"""The release benchmark: kernels changed between two released versions of a package
+(``run``; ``fetch`` downloads the releases)."""
