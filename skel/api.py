@@ -283,7 +283,7 @@ def list_skeletons(category: str | None = None, *, store: str | None = None,
     for s in all_skeletons():
         if category and category.lower() not in s.category.value:
             continue
-        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
+        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages, pays_in=s.pays_in)
         out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
                                    status=report.status.value, verified=report.line,
                                    languages=list(s.languages),
@@ -304,7 +304,7 @@ def show(skeleton_id: str, *, store: str | None = None,
     s = get(skeleton_id)
     kb = open_store(store, create=False)
     report = status_of(_runs(kb).get(s.id, []), target or parse_target(None, None, None),
-                       triton_bound="triton" in s.languages)
+                       triton_bound="triton" in s.languages, pays_in=s.pays_in)
     checked = track_record_of(s.id)
     if kb is None:
         return s, SkeletonEvidence(kernels=None, sources=[], examples=[], status=report, track_record=checked)
@@ -418,7 +418,7 @@ def catalog_snapshot(*, store: str | None = None, target: Target | None = None, 
         uses[t] = [KernelUse(r.source, r.version, r.file, r.line_start, r.function, link(r)) for r in picked]
     out = []
     for s in all_skeletons():
-        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages)
+        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages, pays_in=s.pays_in)
         technique = stats.of(s.id) if stats is not None else TechniqueStats()
         ev = SkeletonEvidence(kernels=technique.kernels if kb is not None else None, sources=technique.sources,
                               examples=[f"{u.source}@{u.version}:{u.file}:{u.line}:{u.function}"

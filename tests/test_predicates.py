@@ -1023,15 +1023,16 @@ def test_authors_notes_rule_a_technique_out(tmp_path):
     plain.write_text(HEADER + src)
     (plain_result,) = suggest(plain, k=40)
     before = {s.id for s in plain_result.suggestions}
-    # a candidate: its own GPU run measured no effect, so beside the others it is named in a note
+    # a candidate: its own GPU run measured no effect, so it is ruled out by that evidence
     assert "num-stages-pipelining" in before or any(
-        "measured no effect" in n and "num-stages-pipelining" in n for n in plain_result.notes)
+        d["id"] == "num-stages-pipelining" for d in plain_result.ruled_out_by_evidence)
     warned = tmp_path / "warned.py"
     warned.write_text('"""MoE GEMM.\n\nKeep the default pipelining: num_stages > 1 miscompiles on MI300."""\n'
                       + HEADER + src)
     (r,) = suggest(warned, k=40)
     assert {s.id for s in r.suggestions} == before - {"num-stages-pipelining"}
     assert not any("num-stages-pipelining" in n for n in r.notes), "ruled out: not even in a note"
+    assert "num-stages-pipelining" not in {d["id"] for d in r.ruled_out_by_evidence}, "the authors' words come first"
     (d,) = r.dropped
     assert d == {"id": "num-stages-pipelining", "line": 1,
                  "quote": "Keep the default pipelining: num_stages > 1 miscompiles on MI300."}

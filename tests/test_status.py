@@ -81,28 +81,52 @@ def test_evidence_score_orders_statuses():
     assert scores == sorted(scores, reverse=True) and scores[0] == 1.0 and scores[-1] == 0.0
 
 
-def test_suggest_ranks_by_evidence_and_never_puts_a_refuted_skeleton_first(monkeypatch):
-    """Without a store, suggest reads the shipped runs: a refuted skeleton goes last among
-    the full matches with a warning, a validated one rises. (Near misses and related
-    techniques rank below every full match, refuted or not.)"""
+def test_suggest_ranks_by_evidence_and_leaves_out_what_its_runs_refute(monkeypatch):
+    """Without a store, suggest reads the shipped runs: a skeleton whose run here gave wrong
+    results is not suggested at all — it is listed apart, ruled out by evidence, with the run
+    (and `--why-not` says so) — and a validated one rises among the full matches."""
     from pathlib import Path
 
     import skel.retriever.suggest as sg
-    from skel.retriever.suggest import suggest
+    from skel.retriever.suggest import explain, load_kernels, suggest
 
     example = Path(__file__).resolve().parent.parent / "examples" / "row_softmax.py"
+    monkeypatch.setattr(sg, "shipped_verifications", lambda: ())
     (plain,) = suggest(example, None, k=50, target=H200)
     ids = [s.id for s in plain.suggestions if s.kind == "match"]
+    assert len(ids) >= 3 and not plain.ruled_out_by_evidence
     first, last = ids[0], ids[-1]
     runs = (run(skeleton=first, verdict="wrong", detail="NaN in out0"),
             run(skeleton=last, speedup=1.8))
     monkeypatch.setattr(sg, "shipped_verifications", lambda: runs)
     (judged,) = suggest(example, None, k=50, target=H200)
-    matches = [s for s in judged.suggestions if s.kind == "match"]
-    new = [s.id for s in matches]
-    assert new[-1] == first and new.index(last) < ids.index(last)
-    refuted = matches[-1]
-    assert refuted.status == "refuted" and any("REFUTED" in c and "NaN in out0" in c for c in refuted.caveats)
+    new = [s.id for s in judged.suggestions if s.kind == "match"]
+    assert first not in new and new.index(last) < ids.index(last)
+    (ruled,) = judged.ruled_out_by_evidence
+    assert ruled["id"] == first and ruled["status"] == "refuted" and "NaN in out0" in ruled["line"]
+    (why,) = explain(load_kernels(example)[0], (first,), judged, target=H200)
+    assert why["verdict"].startswith("ruled out by evidence (refuted here)") and "NaN in out0" in why["verdict"]
+
+
+def test_a_slower_run_does_not_rule_out_an_accuracy_fix(monkeypatch):
+    """`dot-input-precision-tf32x3` pays in accuracy: three TF32 MMAs cost time by design, so
+    a slower run is its price, not a refutation; wrong results still rule it out."""
+    import skel.retriever.suggest as sg
+    from skel.retriever.suggest import suggest_for
+    from skel.skeletons import registry
+    from skel.skeletons.expectations import kernels_by_name, read
+
+    sid = "dot-input-precision-tf32x3"
+    assert registry.get(sid).pays_in == "accuracy" and registry.get("online-softmax").pays_in == "speed"
+    path = registry.fixture_path(sid)
+    name = next(e.kernel for e in read(path) if e.skeleton_id == sid and e.kind == "match")
+    kf = kernels_by_name(path)[name]
+    for verdict, shown in (("slower", True), ("wrong", False)):
+        monkeypatch.setattr(sg, "shipped_verifications",
+                            lambda v=verdict: (run(skeleton=sid, verdict=v, subject="example", speedup=0.66),))
+        res = suggest_for(kf, None, k=50, target=H200)
+        assert (sid in [s.id for s in res.suggestions]) is shown, verdict
+        assert (sid in [d["id"] for d in res.ruled_out_by_evidence]) is not shown, verdict
 
 
 def test_same_machine_code_is_no_effect():
@@ -135,3 +159,17 @@ def test_an_architecture_ceiling_rules_out_newer_gpus():
     assert not ok and notes == ["exists up to sm_90 only, target is sm_100"]
     assert env.check(Target(backend="cuda"))[1] == ["needs sm_90+ (arch not given)",
                                                     "exists up to sm_90 only (arch not given)"]
+
+
+def test_an_accuracy_fix_is_not_refuted_by_its_cost():
+    """`dot-input-precision-tf32x3` read "refuted — its own example is slower (0.66x)": an
+    accuracy fix judged by speed. Its slower, correct run is now its stated cost; only wrong
+    results or a failed launch refute it. A speed skeleton's slower example still refutes."""
+    slower = [run("slower", subject="example", speedup=0.66)]
+    assert status_of(slower, H200).status is Status.REFUTED
+    r = status_of(slower, H200, pays_in="accuracy")
+    assert r.status is Status.DRAFT and "costs 0.66x on its own example" in r.line and "pays in accuracy" in r.line
+    flat = status_of([run("no-effect", subject="example", speedup=1.0)], H200, pays_in="correctness")
+    assert flat.status is Status.DRAFT and "no measurable speed cost" in flat.line
+    wrong = status_of([run("wrong", subject="example", detail="NaN in out0")], H200, pays_in="accuracy")
+    assert wrong.status is Status.REFUTED

@@ -423,11 +423,13 @@ def test_a_backend_required_skeleton_needs_the_backend_known(tmp_path):
     assert "xcd-pid-remap" not in [s.id for s in on_cuda.suggestions]
 
 
-def test_a_rewrite_the_compiler_already_does_gives_way_to_others(monkeypatch, tmp_path):
+def test_a_rewrite_the_compiler_already_does_is_ruled_out_by_its_run(monkeypatch, tmp_path):
     """dot-acc-argument's own H200 run compiled its "after" to the original's machine code
-    (the shipped evidence): beside other techniques it is left out and named in a note;
-    when it is the only technique that fits it is listed, with the run as a caveat. A
-    technique that only timed flat (num-stages-pipelining) stays listed."""
+    (the shipped evidence). For a target where that run counts (its Triton, or one not given)
+    evidence decides: it is not listed, not even alone, and `ruled out by evidence` names it
+    with the run, and no listed suggestion is refuted or without effect there. On another
+    Triton the run is stale: on an older one (the compiler may not fuse it yet) it is listed;
+    on a newer one it still gives way to techniques that fit."""
     from skel.skeletons.base import Target
     from skel.skeletons.status import Status, status_of
     from skel.store.evidence import merge_evidence, shipped_verifications
@@ -439,22 +441,16 @@ def test_a_rewrite_the_compiler_already_does_gives_way_to_others(monkeypatch, tm
     (full,) = suggest(path, None, kernel="matmul_plus_equal", k=50)
     ids = [s.id for s in full.suggestions]
     assert ids and "dot-acc-argument" not in ids
-    (note,) = [n for n in full.notes if "same machine code" in n]
-    assert "dot-acc-argument" in note
-    flat = [s for s in full.suggestions if s.verification.basis is Status.NO_EFFECT]
-    assert flat and all("same machine code" not in s.verification.line for s in flat), ids
-    assert any(c.startswith("measured no effect") for s in flat for c in s.caveats)
+    ruled = {d["id"]: d for d in full.ruled_out_by_evidence}["dot-acc-argument"]
+    assert ruled["status"] == "no-effect" and "same machine code" in ruled["line"]
+    assert all(s.verification.status not in (Status.NO_EFFECT, Status.REFUTED) for s in full.suggestions)
 
     only = registry.get("dot-acc-argument")
     monkeypatch.setattr(registry, "all_skeletons", lambda: [only])
     copy = tmp_path / "acc.py"
     copy.write_text(path.read_text())
     (alone,) = suggest(copy, None, kernel="matmul_plus_equal", k=50)
-    (s,) = alone.suggestions
-    assert s.id == "dot-acc-argument" and any(c.startswith("measured no effect") for c in s.caveats)
-    assert not any("same machine code" in n for n in alone.notes)
-    # on an older Triton than the run's the compiler may not fuse it yet: listed; on a newer
-    # one it still does: left out
+    assert not alone.suggestions and [d["id"] for d in alone.ruled_out_by_evidence] == ["dot-acc-argument"]
     monkeypatch.undo()
     from skel.skeletons.base import Target as T
 

@@ -36,7 +36,7 @@ def main() -> int:
         what = "—" if ex is None else ex.verdict + ("" if ex.measure == "kernel" else f" ({ex.measure} time)")
         sp = f"{ex.speedup:.2f}× ±{ex.spread or 0:.2f}" if ex and ex.speedup else "—"
         print(f"| {s.id} | {what} | {sp} | {f'{fast} / {len(suite)}' if suite else '—'} | "
-              f"{status_of(rs, target, triton_bound='triton' in s.languages).status.value} |")
+              f"{status_of(rs, target, triton_bound='triton' in s.languages, pays_in=s.pays_in).status.value} |")
     return 0
 
 

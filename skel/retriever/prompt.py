@@ -207,7 +207,9 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
     blocks = [_Block(n, es) for n, es in enumerate(gs, 1)]
     fits = [b for b, es in zip(blocks, gs) if es[0].s.kind in ("match", "refine")]
     rest = [b for b, es in zip(blocks, gs) if es[0].s.kind not in ("match", "refine")]
-    notes = sorted({n for r in results for n in r.notes})
+    notes = sorted({n for r in results for n in r.notes} | {
+        f"ruled out by evidence: `{d['id']}` ({d['status']} here): {d['line']}"
+        for r in results for d in r.ruled_out_by_evidence})
     note_text = "\n".join(_clip(f"> {n}", 300) for n in notes)
 
     # the closing line's worst case is reserved up front so it always fits

@@ -9,9 +9,11 @@ from skel.retriever.wording import checked_line, evidence_line, split_why, templ
 
 
 def _dropped_lines(r: KernelResult) -> list[str]:
-    """Skeletons left out because the authors' notes rule them out, with their words."""
+    """Skeletons left out because the authors' notes rule them out, with their words, or
+    because their own runs in the target environment do."""
     return [f"  dropped: {d['id']} — ruled out by the authors (line {d['line']}): \"{d['quote']}\""
-            for d in r.dropped]
+            for d in r.dropped] + [f"  ruled out by evidence: {d['id']} — {d['status']} here: {d['line']}"
+                                   for d in r.ruled_out_by_evidence]
 
 
 def _why_not_facts(e: dict) -> list[tuple[str, str]]:
@@ -129,6 +131,8 @@ def markdown(results: list[KernelResult]) -> str:
             out.append(f"> {note}")
         out.extend(f"> dropped `{d['id']}`: ruled out by the authors (line {d['line']}): \"{d['quote']}\""
                    for d in r.dropped)
+        out.extend(f"> ruled out by evidence: `{d['id']}` ({d['status']} here): {d['line']}"
+                   for d in r.ruled_out_by_evidence)
         out.extend(_why_not_markdown(r))
         if not applies(r):
             out.append(f"No skeleton applies ({r.considered} checked)."

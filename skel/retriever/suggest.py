@@ -167,6 +167,9 @@ class KernelResult:
     # skeletons that would apply but that the authors' own notes rule out, with their words:
     # {"id", "line", "quote"} each (see `Skeleton.ruled_out`)
     dropped: list[dict] = field(default_factory=list)
+    # skeletons that fit but that their own verification runs rule out for the target:
+    # {"id", "status", "line"} each (``_ruled_out_by_evidence``)
+    ruled_out_by_evidence: list[dict] = field(default_factory=list)
     # what --profile said about this kernel (skel.retriever.profile.Bottleneck.to_dict), if given
     profile: dict | None = None
     # `--why-not ID`: for each skeleton asked about, why it is or is not in the list (`explain`)
@@ -420,7 +423,8 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             bound_score = 0.5 if a.skeleton.helps else 0.25
         else:
             bound_score = 1.0 if bound in a.skeleton.helps else 0.0
-        report = status_of(runs_by_id.get(sid, []), target, triton_bound="triton" in a.skeleton.languages)
+        report = status_of(runs_by_id.get(sid, []), target, triton_bound="triton" in a.skeleton.languages,
+                           pays_in=a.skeleton.pays_in)
         components = {"support": support, "facts": facts, "prevalence": prevalence,
                       "specificity": specificity, "rarity": rarity, "bound": bound_score,
                       "evidence": evidence_score(report), "lexical": lexical.get(sid, 0.0)}
@@ -439,6 +443,19 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
             before="", after="",  # filled below for the suggestions shown
             kind=kind, missing=list(missing), lexical_score=round(lexical.get(sid, 0.0), 3),
         ))
+    # Evidence decides: a technique whose runs in the target environment gave wrong results,
+    # failed to launch, were slower, or measured no effect is not suggested — it is listed
+    # apart, with the run, however well its conditions fit. On the hand-checked draws
+    # (`skel skeletons list --arch sm90 --backend cuda --triton 3.6.0`, its `hand-checked`
+    # column) the skeletons without effect on an H200 with Triton 3.6 were judged right 6 times
+    # in 111, the refuted ones 16 in 90 (accuracy fixes apart). Accuracy and correctness fixes
+    # pay in error, not speed: only broken runs rule them out.
+    by_skeleton = {a.skeleton.id: a.skeleton for a in candidates}
+    ruled = [s for s in out if _ruled_out_by_evidence(s, by_skeleton[s.id])]
+    if ruled:
+        out = [s for s in out if s not in ruled]
+        result.ruled_out_by_evidence = [{"id": s.id, "status": s.verification.status.value,
+                                         "line": s.verification.line} for s in ruled]
     # the tier first (a near miss never outranks a full match); within it, measured evidence
     # orders before any structural score: what was refuted here goes last, what measured no
     # effect (or compiles to the same code) just above it. Related ones rank by their words.
@@ -506,6 +523,7 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
     by_id = {a.skeleton.id: a for a in _assess(kf, target)}
     shown = {s.id: (i, s) for i, s in enumerate(result.suggestions, 1)}
     dropped = {d["id"]: d for d in result.dropped}
+    by_evidence = {d["id"]: d for d in result.ruled_out_by_evidence}
     out = []
     for sid in ids:
         sk = registry.get(sid)
@@ -523,6 +541,8 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
         elif sid in dropped:
             d = dropped[sid]
             entry["verdict"] = f"ruled out by the authors (line {d['line']}): \"{d['quote']}\""
+        elif sid in by_evidence:
+            entry["verdict"] = f"ruled out by evidence ({by_evidence[sid]['status']} here): {by_evidence[sid]['line']}"
         elif not a.env_ok:
             entry["verdict"] = f"not for this target ({'; '.join(a.env_notes) or target.describe()})"
         elif a.present is not None and not a.refine:
@@ -540,6 +560,17 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
             entry["verdict"] = "not suggested"
         out.append(entry)
     return out
+
+
+def _ruled_out_by_evidence(s: Suggestion, skeleton) -> bool:
+    """The skeleton's verification runs in the target environment (its status there, not a
+    stale one from another Triton) say it does not pay: refuted (wrong, failed, or slower)
+    or no measurable effect. An accuracy or correctness fix (``Skeleton.pays_in``) is ruled
+    out only by wrong results or a failed launch: it is expected to cost some speed."""
+    report = s.verification
+    if skeleton.pays_in != "speed":
+        return report.status is Status.REFUTED and any(r.verdict in ("wrong", "failed") for r in report.records)
+    return report.status in (Status.REFUTED, Status.NO_EFFECT)
 
 
 def _no_op(s: Suggestion, target: Target) -> bool:

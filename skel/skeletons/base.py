@@ -54,6 +54,8 @@ class Status(str, Enum):
 
 
 BOUNDS = ("memory", "compute", "latency", "occupancy")
+#: what a skeleton's application buys (``Skeleton.pays_in``)
+PAYS_IN = ("speed", "accuracy", "correctness")
 
 #: what ``python -m skel.skeletons.new`` leaves wherever a person must write something: a
 #: skeleton still holding it is refused, so a scaffold never ships by accident
@@ -278,6 +280,11 @@ class Skeleton:
     # `tuned-block-sets-grid` for a grid lambda. A technique whose subject is missing from a
     # kernel is not related to it, whatever words they share. Required (``validate``).
     subject: Condition | None = None
+    # What applying it buys: "speed" (judged by timing), or "accuracy" / "correctness" (an
+    # error removed, a crash or a wrong answer prevented, at some cost in speed). A slower
+    # run does not refute an accuracy or correctness fix; wrong results or a failed launch
+    # refute any skeleton (``skel.retriever.suggest``: evidence decides).
+    pays_in: str = "speed"
 
     @property
     def before(self) -> str:
@@ -439,6 +446,8 @@ def validate(s: Skeleton) -> None:
         problems.append("missing `present` condition (how to tell the technique is already used)")
     if not all(isinstance(c, Condition) for c in (*s.preconditions, *s.refine)):
         problems.append("preconditions and refine conditions must be Condition values")
+    if s.pays_in not in PAYS_IN:
+        problems.append(f"pays_in {s.pays_in!r} must be one of {', '.join(PAYS_IN)}")
     if s.subject is None or not any(c is s.subject for c in s.preconditions):
         problems.append("`subject=` must name one of its preconditions (the operation the technique rewrites)")
     elif s.subject.name in GENERIC_CONDITIONS or s.subject.name.startswith("~"):

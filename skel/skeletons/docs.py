@@ -21,6 +21,8 @@ def conditions(s: Skeleton) -> dict[str, object]:
         "triton": env.triton,
         "known_bad": [b.reason for b in env.known_bad],
         "helps": list(s.helps),
+        # what applying it buys: speed, or accuracy / correctness at some cost in speed
+        "pays_in": s.pays_in,
     }
 
 
@@ -81,6 +83,8 @@ def render_skeleton(s: Skeleton, fmt: str = "text", evidence: dict | None = None
     out += [f"- known bad: {b.reason}" for b in s.env.known_bad]
     if s.helps:
         out.append(f"- addresses: {', '.join(s.helps)}-bound kernels")
+    if s.pays_in != "speed":
+        out.append(f"- pays in {s.pays_in}, not speed: a slower run is its cost; only wrong results refute it")
     out += ["", f"{h}Example: before", "```python" if md else "", s.before.strip("\n"), "```" if md else "",
             f"{h}Example: after", "```python" if md else "", s.after.strip("\n"), "```" if md else "",
             f"{h}References", sections.get("References", ""), ""]

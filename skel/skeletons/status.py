@@ -90,7 +90,7 @@ def _gain(faster: list["Verification"], speed: float | None) -> str:
 
 
 def status_of(records: list["Verification"], target: Target | None = None, *,
-              triton_bound: bool = True) -> StatusReport:
+              triton_bound: bool = True, pays_in: str = "speed") -> StatusReport:
     """The status on ``target`` from the runs. ``triton_bound``: the technique is compiled by
     Triton, so runs on another Triton version make it stale; a CUDA C++ technique (built by
     nvcc) is not, and its runs never go stale for a Triton version."""
@@ -128,7 +128,15 @@ def status_of(records: list["Verification"], target: Target | None = None, *,
     kernels = len({r.kernel for r in faster})
     where = _where((other or own or mine)[0])
 
-    if broken or (own_slower and not other):
+    if pays_in != "speed" and not broken and not faster and any(r.verdict in TIMED for r in mine):
+        # an accuracy or correctness fix is judged by the error it removes, not by speed: a
+        # correct run that is slower or flat states its cost, and refutes nothing
+        status = Status.DRAFT
+        r = min((r for r in mine if r.verdict in TIMED), key=lambda r: r.speedup or 0)
+        cost = f"costs {r.speedup:.2f}x" if r.speedup and r.speedup < 1 else "no measurable speed cost"
+        on = "its own example" if r.subject == "example" else r.kernel
+        line = f"correct on {_where(r)}, {cost} on {on}; it pays in {pays_in}, which these runs do not measure"
+    elif broken or (own_slower and not other and pays_in == "speed"):
         status = Status.REFUTED
         if broken:
             line = warnings[0]

@@ -83,6 +83,7 @@ SKELETON = Skeleton(
     present=RESTORES,
     preconditions=[MULTI_CONFIG_AUTOTUNE, ACCUMULATES],
     subject=MULTI_CONFIG_AUTOTUNE,
+    pays_in="correctness",
     env=Env(),
     helps=(),
 )

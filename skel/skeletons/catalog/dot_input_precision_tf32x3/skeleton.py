@@ -53,6 +53,7 @@ SKELETON = Skeleton(
     present=TF32X3,
     preconditions=[FP32_DOT, ~PRECISION_SET],
     subject=FP32_DOT,
+    pays_in="accuracy",
     env=Env(backends=("cuda",), min_cc=80),
     helps=("compute",),
 )

@@ -219,6 +219,7 @@ SKELETON = Skeleton(
     present=(FP8_MMA & PROMOTION) | CUTLASS_PROMOTION,
     preconditions=[FP8_MMA, MMA_IN_K_LOOP],
     subject=FP8_MMA,
+    pays_in="accuracy",
     env=Env(backends=("cuda",), min_cc=90),
     helps=("compute",),
     languages=("cuda",),

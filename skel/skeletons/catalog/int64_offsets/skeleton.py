@@ -237,6 +237,7 @@ SKELETON = Skeleton(
     present=INT64_PROMOTED,
     preconditions=[INT32_PID_TIMES_RUNTIME, INT32_PRODUCT_LARGE_IN_SERVING],
     subject=INT32_PID_TIMES_RUNTIME,
+    pays_in="correctness",
     env=Env(),
     helps=(),
 )
