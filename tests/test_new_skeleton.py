@@ -47,6 +47,11 @@ def test_scaffold_writes_a_complete_folder_refused_until_filled(tmp_path, lang, 
     assert sk.subject is sk.preconditions[0] and sk.languages == ((lang,) if lang == "cuda" else ("triton",))
 
 
+def test_no_catalog_folder_is_still_a_scaffold():
+    for s in registry.all_skeletons():
+        registry.refuse_scaffold(s.id)
+
+
 def test_the_registry_refuses_a_folder_whose_pair_or_fixtures_are_still_a_scaffold(tmp_path, monkeypatch):
     real = registry.CATALOG_DIR / "online_softmax"
     copy = tmp_path / "online_softmax"
@@ -54,10 +59,10 @@ def test_the_registry_refuses_a_folder_whose_pair_or_fixtures_are_still_a_scaffo
     for name in ("example.py", "fixtures.py"):
         (copy / name).write_text((real / name).read_text())
     monkeypatch.setattr(registry, "CATALOG_DIR", tmp_path)
-    registry._refuse_scaffold("online-softmax")  # a finished folder passes
+    registry.refuse_scaffold("online-softmax")  # a finished folder passes
     (copy / "fixtures.py").write_text(f"# {SCAFFOLD_MARKER}: kernels\n")
     with pytest.raises(SkeletonError, match=r"still a scaffold.*fixtures\.py"):
-        registry._refuse_scaffold("online-softmax")
+        registry.refuse_scaffold("online-softmax")
 
 
 def test_scaffold_refuses_bad_ids_and_never_overwrites(tmp_path):

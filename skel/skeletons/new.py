@@ -4,9 +4,10 @@ Writes ``skel/skeletons/catalog/<id_with_underscores>/`` with everything a skele
 ``skeleton.py`` (its documentation under the required headings, its conditions, its
 subject), ``example.py`` (the runnable before → after pair in the harness format, or a CUDA
 template pair) and ``fixtures.py``/``fixtures.cu`` (a kernel that must match and one that must
-not). Every place that needs a person's knowledge says ``FILL IN``, and the registry refuses
-a skeleton whose files still do (``base.validate``): the catalog, and so every test, fails
-until the folder is filled in — a scaffold never ships as a skeleton by accident.
+not). Every place that needs a person's knowledge says ``FILL IN``: the registry refuses a
+skeleton whose rule still does (``base.validate``), so the catalog and every test fail until
+it is written, and ``tests/test_new_skeleton.py`` refuses a pair or fixtures that still do
+(``registry.refuse_scaffold``) — a scaffold never ships as a skeleton by accident.
 """
 
 from __future__ import annotations

@@ -57,7 +57,6 @@ def all_skeletons() -> tuple[Skeleton, ...]:
         if example_path(sk.id).is_file():  # the runnable pair is the template shown, read when asked
             sk.template_source = partial(_pair, sk.id)
         validate(sk)
-        _refuse_scaffold(sk.id)
         if info.name != sk.id.replace("-", "_"):
             raise SkeletonError(f"{mod.__name__}: folder name must be the id with underscores ({sk.id})")
         if sk.id in found:
@@ -66,9 +65,10 @@ def all_skeletons() -> tuple[Skeleton, ...]:
     return tuple(found[i] for i in sorted(found))
 
 
-def _refuse_scaffold(skeleton_id: str) -> None:
-    """A skeleton folder whose pair or fixtures still hold the scaffold's marker is refused
-    (``validate`` checks the rule's own texts)."""
+def refuse_scaffold(skeleton_id: str) -> None:
+    """Raise SkeletonError when the skeleton's pair or fixtures still hold the scaffold's
+    marker (``validate`` checks the rule's own texts at every load; these files are checked
+    by the catalog's test, off the suggest path)."""
     folder = CATALOG_DIR / skeleton_id.replace("-", "_")
     left = [p.name for p in sorted(folder.iterdir()) if p.name.startswith(("example", "fixtures"))
             and p.is_file() and SCAFFOLD_MARKER in p.read_text(encoding="utf-8", errors="replace")]
