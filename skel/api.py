@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from skel.miner.sources import Source
     from skel.retriever.suggest import KernelResult
     from skel.skeletons.base import Skeleton, Target
+    from skel.skeletons.codemods import Applied
     from skel.skeletons.status import StatusReport
     from skel.store.evidence import Verification
     from skel.store.history import Draft, HistoryEvent, HistoryStore, TechniqueHistory
@@ -192,12 +193,17 @@ def _installed_triton() -> str | None:
 
 def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = None, k: int = 5,
             bound: str | None = None, target: Target | None = None,
-            profile: str | Path | None = None, why_not: tuple[str, ...] = ()) -> list[KernelResult]:
+            profile: str | Path | None = None, why_not: tuple[str, ...] = (),
+            shapes: tuple[str, ...] = (), workload: str | Path | None = None,
+            show_all: bool = False, threshold: float | None = None) -> list[KernelResult]:
     """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
     store at ``store`` (see ``open_store``; without one, the catalog alone). ``profile`` is
     an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
     kernel sets that kernel's bound (``bound``, when given, wins); see skel/retriever/profile.py.
-    ``why_not``: skeleton ids each result explains, listed or not (``KernelResult.why_not``)."""
+    ``why_not``: skeleton ids each result explains, listed or not (``KernelResult.why_not``).
+    ``shapes`` (``NAME=VALUE`` items) and ``workload`` (a file) give the sizes the kernel
+    runs at (``skel.kernels.workload``; ``shapes`` win); ``show_all`` lists the suggestions
+    under the probability threshold too, marked; ``threshold`` replaces the model's."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.retriever.suggest import suggest as rank
     from skel.skeletons.registry import get
@@ -210,8 +216,10 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
         from skel.retriever.profile import read_profile
 
         prof = read_profile(profile)  # read before the store opens: a bad file fails fast
+    sizes = workload_of(shapes, workload)  # read before the store opens: a bad flag fails fast
     kb = _ranking_store(store)
-    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof, why_not=tuple(why_not))
+    results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof, why_not=tuple(why_not),
+                   workload=sizes, show_all=show_all, threshold=threshold)
     if kb is not None and not isinstance(kb, _snapshot_kb()):
         _write_snapshot(kb)  # the next process answers without opening chroma
     introduced = _history_of(kb)
@@ -222,6 +230,17 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
             if s.id in introduced:
                 s.history = introduced[s.id].line()
     return results
+
+
+def workload_of(shapes: tuple[str, ...] | list[str] = (), workload: str | Path | None = None):
+    """The sizes from ``--shape`` items over those of a ``--workload`` file (UsageError on a
+    malformed one), or None when neither is given."""
+    if not shapes and workload is None:
+        return None
+    from skel.kernels.workload import Workload  # deferred: not for `skel --help` (see the module docstring)
+
+    sizes = Workload.parse(tuple(shapes))
+    return sizes.merged(Workload.read(workload)) if workload is not None else sizes
 
 
 def _snapshot_kb() -> type:
@@ -703,3 +722,27 @@ def verify(original: str | Path | None = None, candidate: str | Path | None = No
         with _writing(kb.location, wait=120):  # a run's result outlives a mine that holds the store
             kb.add_verification(result.record)
     return result
+
+
+def apply_skeleton(skeleton_id: str, path: str | Path, kernel: str, out: str | Path | None = None) -> Applied:
+    """The skeleton's mechanical codemod applied to the Triton kernel ``kernel`` of the file
+    ``path``: the candidate (``Applied.source``), written to ``out`` when given (the input is
+    overwritten only when ``out`` names it). The candidate still needs ``verify``.
+
+    Raises NotFoundError (unknown id), NoCodemodError (the skeleton has none: apply its
+    template by hand), InputError (unreadable, not UTF-8, does not parse, ``out`` not
+    writable), NoSuchKernelError, AlreadyPresentError / NothingToRewriteError (both
+    NotApplicableError: the skeleton's detector already sees the technique, or the kernel
+    holds nothing the codemod rewrites)."""
+    # deferred: libcst and the catalog load with the command that uses them (`skel --help` stays instant)
+    from skel.skeletons.codemods import apply_file
+
+    applied = apply_file(skeleton_id, path, kernel)
+    if out is not None:
+        target = Path(out)
+        try:
+            target.write_text(applied.source, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{target}: cannot write the candidate: {exc.strerror or exc}") from exc
+    return applied
+

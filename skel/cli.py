@@ -339,9 +339,23 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @click.option("--why-not", "why_not", metavar="ID", multiple=True,
               help="Explain skeleton ID for each kernel, listed or not: its verdict, then which of its conditions "
               "hold (with lines) and which fail (repeatable; `skel skeletons list` has the ids).")
+@click.option("--shape", "shapes", metavar="NAME=VALUE", multiple=True,
+              help="A size the kernel runs at (repeatable): a parameter (`n_cols=4096`), a pointer's tensor shape "
+              "(`x_ptr=8192x152064`), or rows / cols / programs / elements / sms. Decides whether size-bound "
+              "techniques pay (int64 offsets, several rows per program, persistent grids); without sizes they "
+              "are listed as conditional.")
+@click.option("--workload", metavar="FILE", type=click.Path(path_type=str),
+              help="Sizes from a file: JSON {\"NAME\": VALUE}, or a Python file read without running it "
+              "(module-level integers and the tensors `get_inputs()` builds, as in a KernelBench problem).")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list the suggestions whose estimated probability of being right is under the threshold, "
+              "marked BELOW THRESHOLD (default: only those above it, so zero to -k entries).")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), metavar="P",
+              help="The estimated probability of being right a suggestion needs to be listed (default: the "
+              "shipped model's, or $SKEL_THRESHOLD). 0 lists every fitting technique.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
-            as_json, no_template, why_not, store):
+            as_json, no_template, why_not, shapes, workload, show_all, threshold, store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -360,10 +374,12 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     target = api.parse_target(backend, arch, triton_version)
     if kernel_file == "-":
         results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
-                                 profile=profile, why_not=why_not)
+                                 profile=profile, why_not=why_not, shapes=shapes, workload=workload,
+                                 show_all=show_all, threshold=threshold)
     else:
         results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target,
-                              profile=profile, why_not=why_not)
+                              profile=profile, why_not=why_not, shapes=shapes, workload=workload,
+                              show_all=show_all, threshold=threshold)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))
@@ -535,6 +551,52 @@ def verify(original, candidate, example, kernel, skeleton, harness, tests, devic
 
         click.echo(f"report: {write_report(result, report_dir)}", err=True)
     sys.exit(result.exit_code)
+
+
+# --- apply -------------------------------------------------------------------------------
+
+@cli.command("apply", context_settings={"max_content_width": 100})
+@click.argument("skeleton_id", metavar="ID")
+@click.argument("file", type=click.Path(path_type=str))
+@click.option("--kernel", required=True, metavar="NAME", help="The @triton.jit kernel of FILE to rewrite.")
+@click.option("-o", "--output", "out", metavar="OUT", type=click.Path(path_type=str),
+              help="Write the candidate to OUT (default: print it). FILE is overwritten only when OUT names it.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {id, kernel, changed_lines, output}: output is OUT, or the candidate's source without -o.")
+def apply_cmd(skeleton_id, file, kernel, out, as_json):
+    """Apply skeleton ID's mechanical codemod to one kernel of FILE: a candidate to verify.
+
+    Skeletons whose template is a mechanical rewrite ship a codemod (`.to(tl.int64)` on the
+    program ids of an int32 `pid * stride` address, `tl.exp` -> `tl.exp2(x * LOG2E)`,
+    `acc += tl.dot(a, b)` -> `acc = tl.dot(a, b, acc)` ...). The whole file comes back with
+    only that kernel (and what the technique touches) rewritten. The candidate is not
+    checked for results: run `skel verify` on it.
+
+    \b
+    Example:
+      skel apply int64-offsets kernel.py --kernel rmsnorm_fwd -o kernel_int64.py
+      skel verify kernel.py kernel_int64.py --skeleton int64-offsets --device cpu
+
+    \b
+    Exit codes:
+      0   applied (the candidate is printed, or written to OUT)
+      2   error (unknown ID, FILE unreadable, not UTF-8 or does not parse)
+      9   not applicable: the technique is already present, or nothing to rewrite
+      10  the skeleton has no codemod: apply its template by hand
+      11  FILE has no Triton kernel named NAME
+    """
+    result = api.apply_skeleton(skeleton_id, file, kernel, out)
+    if as_json:
+        import json  # 1 ms; only --json prints JSON
+
+        click.echo(json.dumps({"id": result.skeleton, "kernel": result.kernel, "changed_lines": result.changed_lines,
+                               "output": out if out is not None else result.source}, indent=2))
+    elif out is None:
+        click.echo(result.source, nl=False)
+    if out is not None and not as_json:
+        click.echo(f"wrote {out}: {result.skeleton} applied to {kernel} ({len(result.changed_lines)} line(s) changed); "
+                   f"check it: skel verify {file} {out} --skeleton {result.skeleton}", err=True)
+    sys.exit(EXIT_OK)
 
 
 # --- site --------------------------------------------------------------------------------

@@ -24,6 +24,11 @@ EXIT_NOT_APPLIED = 6  # the change is not there: does not parse, technique absen
 EXIT_TESTS_FAILED = 7  # the project's own tests fail with the candidate in place
 EXIT_FAILED = 8  # the candidate does not compile or launch
 
+# `skel apply`: why no candidate was written, one code each (0 = written, 2 = error).
+EXIT_NOT_APPLICABLE = 9  # the technique is already present, or the kernel has nothing the codemod rewrites
+EXIT_NO_CODEMOD = 10  # the skeleton has no mechanical codemod: apply its template by hand
+EXIT_NO_SUCH_KERNEL = 11  # the file has no Triton kernel of that name
+
 #: verdict (skel.store.evidence.VERDICTS) -> exit code of `skel verify`
 VERDICT_EXIT = {
     "faster": EXIT_OK, "correct": EXIT_OK, "no-effect": EXIT_NO_EFFECT, "slower": EXIT_SLOWER,
@@ -86,3 +91,36 @@ class SkeletonError(SkelError):
 
     kind = "catalog"
 
+
+class NotApplicableError(SkelError):
+    """``skel apply``: the codemod has nothing to do on this kernel (``EXIT_NOT_APPLICABLE``)."""
+
+    kind = "not-applicable"
+    exit_code = EXIT_NOT_APPLICABLE
+
+
+class AlreadyPresentError(NotApplicableError):
+    """``skel apply``: the skeleton's own detector already sees the technique in the kernel."""
+
+    kind = "already-present"
+
+
+class NothingToRewriteError(NotApplicableError):
+    """``skel apply``: the kernel holds nothing the codemod rewrites (no `tl.exp`, no
+    `acc += tl.dot(...)`, ...)."""
+
+    kind = "nothing-to-rewrite"
+
+
+class NoCodemodError(NotFoundError):
+    """``skel apply``: the skeleton has no ``codemod.py``; its template is applied by hand."""
+
+    kind = "no-codemod"
+    exit_code = EXIT_NO_CODEMOD
+
+
+class NoSuchKernelError(InputError):
+    """``skel apply``: the file parses but holds no Triton kernel of the name asked for."""
+
+    kind = "no-such-kernel"
+    exit_code = EXIT_NO_SUCH_KERNEL

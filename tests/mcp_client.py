@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 ROOT = Path(__file__).resolve().parent.parent
-PASSED = ("SKEL_HOME", "SKEL_EMBEDDER", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TRITON_INTERPRET")
+PASSED = ("SKEL_HOME", "SKEL_EMBEDDER", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TRITON_INTERPRET", "SKEL_THRESHOLD")
 
 
 def server_env() -> dict[str, str]:

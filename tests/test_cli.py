@@ -237,7 +237,15 @@ def test_why_not_explains_a_skeleton_listed_or_not(tmp_path):
     folder loses int64-offsets, and says which condition; an unknown id is an error."""
     plain = write(tmp_path / "mylib" / "ops.py", ROW_SCALE)
     served = write(tmp_path / "sglang" / "srt" / "ops.py", ROW_SCALE)
-    r = run_skel("suggest", str(plain), "--why-not", "int64-offsets", "--why-not", "dot-acc-argument", "--json")
+    # without sizes int64-offsets waits on them (a conditional entry), and the verdict says so
+    r = run_skel("suggest", str(plain), "--why-not", "int64-offsets", "--json")
+    (kern,) = json.loads(r.stdout)["kernels"]
+    assert "int64-offsets" not in [s["id"] for s in kern["suggestions"]]
+    assert [d["id"] for d in kern["conditional"]] == ["int64-offsets"]
+    assert kern["why_not"][0]["verdict"].startswith("conditional: pays only if a tensor this kernel indexes holds")
+    # the rows past 2**31 elements: it pays, and is suggested
+    r = run_skel("suggest", str(plain), "--why-not", "int64-offsets", "--why-not", "dot-acc-argument", "--json",
+                 "--shape", "x_ptr=70000x32768", "--shape", "y_ptr=70000x32768")
     assert r.returncode == 0, r.stderr
     (kern,) = json.loads(r.stdout)["kernels"]
     rank = [s["id"] for s in kern["suggestions"]].index("int64-offsets") + 1

@@ -1511,6 +1511,34 @@ def test_cuda_thread_linear_names_and_unit_stride_accesses():
     assert not hits & {("in", "idx[i]"), ("in", "i * stride"), ("x", "warp"), ("out", "row")}
 
 
+CUDA_SCATTER = r"""
+__global__ void k(const int* __restrict__ ids, int* __restrict__ cnt, int* __restrict__ out,
+                  const float* __restrict__ x, float* __restrict__ y, float a, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    int e = ids[i];
+    int pos = atomicAdd(&cnt[e], 1);
+    out[pos] = i;
+    atomicAdd(&y[i], __ldg(x + i) * a + *(x + i) + a * (x[0] + i));
+  }
+}
+"""
+
+
+def test_cuda_pointer_accesses_atomic_subscripts_and_loaded_values():
+    from skel.skeletons.predicates import cuda
+
+    k = _cuda_kernel(CUDA_SCATTER)
+    # `__ldg(x + i)` and `*(x + i)` read elements; `a * (x[0] + i)` multiplies
+    assert [(s.base, s.index) for s in cuda.pointer_accesses(k)] == [("x", "i"), ("x", "i")]
+    assert {(s.base, s.index) for s in cuda.atomic_subscripts(k)} == {("cnt", "e"), ("y", "i")}
+    # a value read at a thread-linear index is data, not a thread-linear index
+    linear = cuda.thread_linear_names(k)
+    assert "i" in linear and "e" not in linear and "pos" not in linear
+    hits = {(s.base, s.index) for s in cuda.unit_stride_accesses(k)}
+    assert ("ids", "i") in hits and ("x", "i") in hits
+    assert not hits & {("cnt", "e"), ("out", "pos"), ("y", "i")}  # scattered, or an atomic's element
+
+
 def test_cuda_halving_strides_and_sync_lines():
     from skel.skeletons.predicates import cuda
 
@@ -1972,3 +2000,79 @@ def test_a_kernel_launched_through_a_local_chosen_by_a_function_keeps_its_launch
     # without the chooser the launch is nobody's, and the kernel looks hand-launched
     plain = kernel(_CHOSEN_KERNEL.replace("kernel = select_kernel(M, N, config)", "kernel = make()"), "mm_kernel")
     assert plain.launches == [] and get("autotune-configs").assess(plain, Target()).kind == "match"
+
+
+# --- payoffs: does the technique pay at the kernel's sizes? -----------------------------
+
+ROW_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_norm(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(y_ptr + row * stride + cols, x / tl.sum(x * x, axis=0), mask=cols < n_cols)
+'''
+
+
+def _row_kernel():
+    from skel.kernels.extract import extract
+
+    (kf,) = extract(ROW_KERNEL, "mylib/ops.py")
+    return kf
+
+
+def _wl(*items):
+    from skel.kernels.workload import Workload
+
+    return Workload.parse(list(items))
+
+
+def test_payoff_offsets_past_int32_needs_a_tensor_past_2_31():
+    from skel.skeletons.base import DOES_NOT_PAY, PAYS, UNKNOWN
+    from skel.skeletons.predicates import payoff
+
+    kf = _row_kernel()
+    unknown = payoff.offsets_past_int32(kf, _wl())
+    assert unknown.state == UNKNOWN and "--shape" in unknown.needs
+    # exactly 2**31 elements: the last offset is 2**31 - 1, which still fits
+    assert payoff.offsets_past_int32(kf, _wl("rows=65536", "cols=32768")).state == DOES_NOT_PAY
+    big = payoff.offsets_past_int32(kf, _wl("x_ptr=65537x32768"))
+    assert big.state == PAYS and "2,147,516,416" in big.reason
+    # one pointer known and small says nothing about the other
+    assert payoff.offsets_past_int32(kf, _wl("x_ptr=4x4")).state == UNKNOWN
+    assert payoff.offsets_past_int32(kf, _wl("x_ptr=4x4", "y_ptr=4x4")).state == DOES_NOT_PAY
+    assert payoff.offsets_past_int32(kf, _wl("elements=3000000000")).state == PAYS
+
+
+def test_payoff_row_shape_reads_names_then_shapes():
+    from skel.skeletons.predicates import payoff
+
+    kf = _row_kernel()
+    assert payoff.row_shape(kf, _wl()) == (None, None)
+    assert payoff.row_shape(kf, _wl("n_cols=128")) == (None, 128)
+    assert payoff.row_shape(kf, _wl("x_ptr=8x16x256")) == (128, 256)
+    assert payoff.row_shape(kf, _wl("rows=7", "x_ptr=8x16x256")) == (7, 256)
+
+
+def test_payoff_short_and_many_rows_and_many_short_programs():
+    from skel.skeletons.base import DOES_NOT_PAY, PAYS, UNKNOWN
+    from skel.skeletons.predicates import payoff
+
+    kf = _row_kernel()
+    many_short = _wl(f"rows={payoff.MANY_WAVES * 132}", f"cols={payoff.SHORT_ROW}")
+    assert payoff.short_and_many_rows(kf, many_short).state == PAYS
+    assert payoff.many_short_programs(kf, many_short).state == PAYS
+    wide = _wl("rows=100000", f"cols={payoff.WIDE_ROW}")
+    assert payoff.short_and_many_rows(kf, wide).state == DOES_NOT_PAY
+    assert payoff.many_short_programs(kf, wide).state == DOES_NOT_PAY
+    few = _wl(f"rows={payoff.FEW_WAVES * 132}", "cols=64")
+    assert payoff.short_and_many_rows(kf, few).state == DOES_NOT_PAY
+    assert payoff.many_short_programs(kf, few).state == DOES_NOT_PAY
+    waiting = payoff.short_and_many_rows(kf, _wl("cols=64"))
+    assert waiting.state == UNKNOWN and waiting.needs == "--shape rows=N"
+    # fewer SMs make the same rows more waves
+    assert payoff.short_and_many_rows(kf, _wl("rows=2000", "cols=64", "sms=100")).state == PAYS

@@ -32,6 +32,7 @@ def test_a_near_miss_beside_a_match_is_named_in_a_note_not_listed(monkeypatch):
     """Beside a full match a near miss is left out of the list, even when it wins on
     every score component; a note names it and what it lacks."""
     import skel.retriever.suggest as sg
+    from skel.kernels.workload import Workload
 
     path = registry.fixture_path("grouped-l2-swizzle")
     kf = expectations.kernels_by_name(path)["matmul_single_k_block"]
@@ -45,7 +46,8 @@ def test_a_near_miss_beside_a_match_is_named_in_a_note_not_listed(monkeypatch):
 
     monkeypatch.setattr(sg, "lexical_scores", favour_swizzle)
     monkeypatch.setitem(sg.WEIGHTS, "lexical", 100.0)
-    judged = suggest_for(kf, None, k=50)
+    # its full match is int64-offsets, which pays only past 2**31 elements: given here
+    judged = suggest_for(kf, None, k=50, workload=Workload.parse(["elements=4294967296"]))
     kinds = {s.id: s.kind for s in judged.suggestions}
     assert "match" in kinds.values() and "grouped-l2-swizzle" not in kinds, kinds
     assert "near-miss" not in kinds.values(), kinds

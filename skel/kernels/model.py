@@ -105,6 +105,11 @@ class Launch:
     # kernel's inputs first (a prologue) and to its outputs afterwards (an epilogue)
     calls_before: list[str] = field(default_factory=list)
     calls_after: list[str] = field(default_factory=list)
+    # the positional arguments as written (`x.stride(0)`, `1`), in order
+    args: list[str] = field(default_factory=list)
+    # the `if` tests the launch sits under in the launching function, innermost last, an
+    # `else`/`elif` arm's negated (`not (kv_group_num == 1)`): when the host launches it
+    guards: list[str] = field(default_factory=list)
 
 
 @dataclass

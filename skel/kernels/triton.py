@@ -174,23 +174,67 @@ def _kwargs(call: cst.Call, code=host_code) -> tuple[list[str], dict[str, str]]:
     return args, kwargs
 
 
-def _read_configs(value: cst.BaseExpression, d: Decorator) -> None:
-    """Count the `triton.Config(...)` entries and collect every key they set."""
+def _read_configs(value: cst.BaseExpression, d: Decorator,
+                  scope: dict[str, cst.CSTNode] | None = None) -> None:
+    """Count the `triton.Config(...)` entries and collect every key they set.
+
+    ``scope``: the module's constants and (non-kernel) functions by name. Configs are often
+    built elsewhere in the file — `configs=CONFIGS`, `configs=gen_config()` (a helper that
+    returns a comprehension or appends in a loop), `triton.Config({...}, **opts)` with the
+    options in a module list of dicts — so the nodes the configs read are read too: the
+    keys of a `**opts` spread are those of the dict literals (`{"num_stages": s}`,
+    `dict(num_stages=s)`) among them, and a `cfg.pre_hook = ...` set on built configs
+    counts as a `pre_hook` key."""
+    nodes = _config_nodes(value, scope or {})
     keys: set[str] = set()
     count = 0
-    generated = bool(descendants(value, (cst.ListComp, cst.GeneratorExp)))
-    for node in descendants(value, cst.Call):
-        if dotted(node.func).split(".")[-1] == "Config":
-            count += 1
-            for a in node.args:
-                if a.keyword is not None:
-                    keys.add(a.keyword.value)
-                elif isinstance(a.value, cst.Dict):
-                    for e in a.value.elements:
-                        if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString):
-                            keys.add(str(e.key.evaluated_value))
+    generated = any(descendants(n, (cst.ListComp, cst.GeneratorExp, cst.For, cst.While)) for n in nodes)
+    spread = False
+    for root in nodes:
+        for node in descendants(root, cst.Call):
+            if dotted(node.func).split(".")[-1] == "Config":
+                count += 1
+                for a in node.args:
+                    if a.star == "**":
+                        spread = True
+                    elif a.keyword is not None:
+                        keys.add(a.keyword.value)
+                    elif isinstance(a.value, cst.Dict):
+                        keys.update(_dict_keys(a.value))
+    if spread:  # `triton.Config({...}, **opts)`: what the dicts around it set
+        for root in nodes:
+            for dnode in descendants(root, cst.Dict):
+                keys.update(_dict_keys(dnode))
+            for call in descendants(root, cst.Call):
+                if dotted(call.func) == "dict":
+                    keys.update(a.keyword.value for a in call.args if a.keyword is not None)
+    for root in nodes:
+        for target in descendants(root, cst.AssignTarget):
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "pre_hook":
+                keys.add("pre_hook")
     d.config_count = -1 if generated else count
     d.config_keys = sorted(keys)
+
+
+def _dict_keys(node: cst.Dict) -> set[str]:
+    return {str(e.key.evaluated_value) for e in node.elements
+            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)}
+
+
+def _config_nodes(value: cst.BaseExpression, scope: dict[str, cst.CSTNode]) -> list[cst.CSTNode]:
+    """``value`` and what it reads from the module, a few levels deep: the constants it
+    names and the bodies of the module functions it calls (`gen_config()`)."""
+    nodes: list[cst.CSTNode] = [value]
+    seen: set[str] = set()
+    todo: list[cst.CSTNode] = [value]
+    while todo and len(seen) < 16:
+        node = todo.pop()
+        for n in descendants(node, cst.Name):
+            if n.value in scope and n.value not in seen:
+                seen.add(n.value)
+                nodes.append(scope[n.value])
+                todo.append(scope[n.value])
+    return nodes
 
 
 class _KernelVisitor(Walker):
@@ -422,6 +466,9 @@ class _HostVisitor(Walker):
         # every `name = value` of the launching function so far, with the `if` tests around it
         self._assign_log: dict[str, list[tuple[cst.BaseExpression, tuple[cst.BaseExpression, ...]]]] = {}
         self._tests: list[cst.BaseExpression] = []  # the `if` tests around the current statement
+        # the same as text, negated in an `else`/`elif` arm (`not (kv_group_num == 1)`): a launch's guards
+        self._guards: list[str] = []
+        self._orelse: dict[int, int] = {}  # id(an if's else arm) -> its test's place in _guards
         self._texts: dict[tuple[int, int], str] = {}  # (id(node), limit) -> its code, for this function
         self.grid_funcs = grid_funcs  # module-level callables usable as grids
         self.launches: list[Launch] = []
@@ -450,6 +497,7 @@ class _HostVisitor(Walker):
             self._local_callables, self._host_calls, self._host_names = set(), set(), set()
             self._host_seq, self._launch_nodes = [], {}
             self._host_assigns, self._assign_log, self._tests, self._texts = _Texts(400), {}, [], {}
+            self._guards, self._orelse = [], {}
         else:
             self._local_callables.add(node.name.value)  # nested `def grid(meta)`
         return True
@@ -471,11 +519,27 @@ class _HostVisitor(Walker):
     def visit_If(self, node: cst.If) -> bool:
         if self._top is not None:
             self._tests.append(node.test)
+            self._else_arm(node)
+            self._guards.append(host_code(node.test))
+            if node.orelse is not None:
+                self._orelse[id(node.orelse)] = len(self._guards) - 1
         return True
 
     def leave_If(self, node: cst.If) -> None:
         if self._top is not None:
             self._tests.pop()
+            self._guards.pop()
+
+    def visit_Else(self, node: cst.Else) -> bool:
+        if self._top is not None:
+            self._else_arm(node)
+        return True
+
+    def _else_arm(self, node: cst.CSTNode) -> None:
+        """Entering the `else`/`elif` arm of an `if`: its guard holds negated there."""
+        at = self._orelse.pop(id(node), None)
+        if at is not None:
+            self._guards[at] = f"not ({self._guards[at]})"
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         if self._top is not None:
@@ -595,9 +659,10 @@ class _HostVisitor(Walker):
                 # `k[grid](...)`, or `k[NT, B * H](...)`: a tuple grid written without parentheses
                 grid_node = dims[0] if len(dims) == 1 else None
                 grid = host_code(dims[0]) if grid_node is not None else "(" + ", ".join(map(host_code, dims)) + ")"
-                _, kwargs = _kwargs(node)
+                args, kwargs = _kwargs(node)
                 launch = Launch(
-                    kernel=kernel.split(".")[-1], line=0, grid=grid,
+                    kernel=kernel.split(".")[-1], line=0, grid=grid, args=args,
+                    guards=list(self._guards) if self._top is not None else [],
                     grid_is_callable=isinstance(grid_node, cst.Lambda) or (
                         isinstance(grid_node, cst.Name) and grid_node.value in self.grid_funcs),
                     kwargs=kwargs, host_function=self.function,
@@ -823,6 +888,7 @@ class _ModuleScan:
     def __init__(self) -> None:
         self.aliases = Aliases()
         self.kernels: list[cst.FunctionDef] = []
+        self.functions: dict[str, cst.FunctionDef] = {}  # the module's other functions (config builders ...)
         self.grid_funcs: set[str] = set()
         self.constants = _Texts(200)
         self.constant_nodes: dict[str, cst.BaseExpression] = {}
@@ -845,8 +911,10 @@ class _ModuleScan:
                     self.kernels.append(stmt)
                     if rocm:
                         self.on_rocm.add(id(stmt))
-                elif stmt.params.params and stmt.params.params[0].name.value in ("meta", "META"):
-                    self.grid_funcs.add(stmt.name.value)
+                else:
+                    self.functions.setdefault(stmt.name.value, stmt)
+                    if stmt.params.params and stmt.params.params[0].name.value in ("meta", "META"):
+                        self.grid_funcs.add(stmt.name.value)
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
                 self.walk(stmt.body.body, rocm or (isinstance(stmt, cst.If)
                                                    and _ROCM_TEST.fullmatch(host_code(stmt.test)) is not None))
@@ -900,6 +968,7 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     out: list[KernelFacts] = []
     search_from = 0
     hint = backend_hint(path, source)
+    scope: dict[str, cst.CSTNode] = {**constant_nodes, **scan.functions}
     for func in kernels:
         def_line, search_from = _find_def(lines, func.name.value, search_from)
         # one code-generation pass over the kernel alone gives every node's line and text;
@@ -920,12 +989,27 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
         facts.module_calls = {c: 0 for c in sorted(host.calls)}
         facts.module_constants = {n: constants[n] for n in constants.nodes if n in facts.names}
         facts.backend_hint = hint or ("rocm" if id(func) in on_rocm else "")
-        for d in facts.decorators:  # `@triton.autotune(configs=CONFIGS, ...)`: read the list
-            ref = d.kwargs.get("configs", "")
-            if d.name == "triton.autotune" and not d.config_keys and ref in constant_nodes:
-                _read_configs(constant_nodes[ref], d)
+        # `@triton.autotune(configs=CONFIGS | gen_config() | [... **opts ...])`: read the
+        # configs with what they read from the module (constants, helper functions)
+        for d, dec in zip(facts.decorators, func.decorators):
+            configs = _configs_arg(dec) if d.name == "triton.autotune" else None
+            if configs is not None:
+                _read_configs(configs, d, scope)
         out.append(facts)
     return out
+
+
+def _configs_arg(dec: cst.Decorator) -> cst.BaseExpression | None:
+    """The configs an autotune decorator is given (`configs=...`, or its first positional
+    argument)."""
+    expr = dec.decorator
+    if not isinstance(expr, cst.Call):
+        return None
+    for a in expr.args:
+        if a.keyword is not None and a.keyword.value == "configs":
+            return a.value
+    positional = [a for a in expr.args if a.keyword is None and not a.star]
+    return positional[0].value if positional else None
 
 
 #: an `if` whose test is only an is-this-ROCm flag (`_is_hip`, `is_hip()`,

@@ -89,6 +89,13 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
                                                    "listed or not: the verdict (suggested at rank N, ruled "
                                                    "out by the authors, already used, conditions that "
                                                    "fail...) and each condition with your lines.")] = None,
+        shapes: Annotated[list[str] | None, Field(description="Sizes the kernel runs at, NAME=VALUE each: a "
+                                                  "parameter (n_cols=4096), a pointer's tensor shape "
+                                                  "(x_ptr=8192x152064), or rows/cols/programs/elements/sms. "
+                                                  "They decide whether size-bound techniques pay; without "
+                                                  "them those come back in `conditional`.")] = None,
+        all: Annotated[bool, Field(description="Also return suggestions whose probability of being right is "
+                                   "under the threshold (marked `below_threshold`).")] = False,
     ) -> CallToolResult:
         """Suggest optimisation skeletons for the GPU kernels in a file or in inline source.
 
@@ -98,14 +105,17 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         listed only when nothing else fits; otherwise a note names them). Each suggestion has
         `why` (with your kernel's line numbers), `caveats`, evidence (mined real kernels using
         it, verification status), `track_record` (how often people judged this technique's
-        suggestions right on real sglang/vLLM kernels: weigh it) and `before`/`after`: a
-        template of the change to adapt. `applies` false means no skeleton fits this kernel:
-        a valid answer, not an error.
+        suggestions right on real sglang/vLLM kernels: weigh it), `probability` (the estimated
+        chance it is right, fitted on those verdicts; only those over the threshold are listed
+        unless `all`; the others are named in `held_back`) and `before`/`after`: a template
+        of the change to adapt. Techniques whose payoff depends on sizes you did not give are
+        in `conditional`, with the `shapes` entry that would decide them. `applies` false
+        means no skeleton fits this kernel: a valid answer, not an error.
         To learn why a technique you expected is missing, pass its id in `why_not`.
         Next step: write the changed kernel to a new file and call `verify`."""
         return _answer(tools.suggest, svc, path=path, source=source, language=language, filename=filename,
                        kernel=kernel, profile=profile, bound=bound, backend=backend, arch=arch, triton=triton,
-                       k=k, max_tokens=max_tokens, why_not=why_not)
+                       k=k, max_tokens=max_tokens, why_not=why_not, shapes=shapes, show_all=all)
 
     @server.tool(annotations=read_only)
     def show(

@@ -62,7 +62,7 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
             filename: str | None = None, kernel: str | None = None, profile: str | None = None,
             bound: str | None = None, backend: str | None = None, arch: str | None = None,
             triton: str | None = None, k: int = 5, max_tokens: int | None = None,
-            why_not: list[str] | None = None) -> Reply:
+            why_not: list[str] | None = None, shapes: list[str] | None = None, show_all: bool = False) -> Reply:
     if bool(path) == bool(source):
         raise UsageError("give exactly one of path (a file under the server's roots) or source (the kernel's text)")
     if not 1 <= k <= 50:
@@ -75,6 +75,10 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
         extra["profile"] = str(svc.roots.file(profile, "profile"))
     if why_not:
         extra["why_not"] = tuple(why_not)
+    if shapes:
+        extra["shapes"] = tuple(shapes)
+    if show_all:
+        extra["show_all"] = True
     with svc.lock, tempfile.TemporaryDirectory(prefix="skel-mcp-") as tmp:
         if path:
             file, shown = svc.roots.file(path), path

@@ -104,7 +104,10 @@ def _why(e: _Entry) -> list[str]:
 
 
 def _kind(s: Suggestion) -> str:
-    return f" ({s.label})" if s.label else ""
+    bits = [s.label] if s.label else []
+    if s.probability is not None:  # an agent weighs a suggestion by how often such ones were right
+        bits.append(f"p {s.probability:.2f}" + (", below threshold" if s.below_threshold else ""))
+    return f" ({'; '.join(bits)})" if bits else ""
 
 
 def _also(e: _Entry, top: _Entry) -> str:
@@ -209,7 +212,9 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
     rest = [b for b, es in zip(blocks, gs) if es[0].s.kind not in ("match", "refine")]
     notes = sorted({n for r in results for n in r.notes} | {
         f"ruled out by evidence: `{d['id']}` ({d['status']} here): {d['line']}"
-        for r in results for d in r.ruled_out_by_evidence})
+        for r in results for d in r.ruled_out_by_evidence} | {
+        f"conditional for `{r.kernel}`: `{d['id']}` {d['reason']}" + (f"; give `{d['needs']}`" if d["needs"] else "")
+        for r in results for d in r.conditional})
     note_text = "\n".join(_clip(f"> {n}", 300) for n in notes)
 
     # the closing line's worst case is reserved up front so it always fits

@@ -9,11 +9,27 @@ from skel.retriever.wording import checked_line, evidence_line, split_why, templ
 
 
 def _dropped_lines(r: KernelResult) -> list[str]:
-    """Skeletons left out because the authors' notes rule them out, with their words, or
-    because their own runs in the target environment do."""
-    return [f"  dropped: {d['id']} — ruled out by the authors (line {d['line']}): \"{d['quote']}\""
-            for d in r.dropped] + [f"  ruled out by evidence: {d['id']} — {d['status']} here: {d['line']}"
-                                   for d in r.ruled_out_by_evidence]
+    """Skeletons left out because the authors' notes rule them out, with their words,
+    because their own runs in the target environment do, because they do not pay at the
+    sizes given; then the conditional ones (their payoff waits on a size) and those held
+    back for a low probability."""
+    return ([f"  dropped: {d['id']} — ruled out by the authors (line {d['line']}): \"{d['quote']}\""
+             for d in r.dropped] + [f"  ruled out by evidence: {d['id']} — {d['status']} here: {d['line']}"
+                                    for d in r.ruled_out_by_evidence]
+            + [f"  does not pay here: {d['id']} — {d['reason']}" for d in r.not_paying]
+            + [f"  conditional: {d['id']} — {d['reason']}" + (f"; give {d['needs']}" if d["needs"] else "")
+               for d in r.conditional]
+            + ([f"  held back (probability of being right under {r.threshold:.2f}; --all lists them): "
+                + ", ".join(f"{d['id']} ({d['probability']:.2f})" for d in r.held_back)]
+               if r.held_back and r.threshold is not None and not any(s.below_threshold for s in r.suggestions)
+               else []))
+
+
+def _likelihood(s: Suggestion) -> str:
+    """The suggestion's probability of being right, as the header shows it."""
+    if s.probability is None:
+        return ""
+    return f"; p {s.probability:.2f}" + (" BELOW THRESHOLD" if s.below_threshold else "")
 
 
 def _why_not_facts(e: dict) -> list[tuple[str, str]]:
@@ -77,6 +93,8 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
         else:
             out.append(f"{head}\n  {len(r.suggestions)} suggestion(s) ({_counts(r)}) from {r.considered} skeletons; "
                        f"{r.store_kernels} mined kernels in the knowledge base")
+            if r.workload:
+                out.append(f"  sizes: {r.workload}")
             if r.present:
                 out.append(f"  already uses: {', '.join(r.present)}")
             for note in r.notes:
@@ -85,8 +103,11 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
             out.extend(_why_not_lines(r))
         for i, s in enumerate(r.suggestions, 1):
             out.append("")
-            out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}; score {s.score:.2f}{_tag(s)}]")
+            out.append(f"  {i}. {s.id} — {s.title}   [{s.category}; {s.status}{_likelihood(s)}; score "
+                       f"{s.score:.2f}{_tag(s)}]")
             out.append(f"     {s.summary}")
+            if s.payoff:
+                out.append(f"     pays here: {s.payoff['reason']}")
             for w in s.why:
                 out.append(f"     why: {w}")
             for c in s.caveats:
@@ -133,6 +154,12 @@ def markdown(results: list[KernelResult]) -> str:
                    for d in r.dropped)
         out.extend(f"> ruled out by evidence: `{d['id']}` ({d['status']} here): {d['line']}"
                    for d in r.ruled_out_by_evidence)
+        out.extend(f"> does not pay here: `{d['id']}`: {d['reason']}" for d in r.not_paying)
+        out.extend(f"> conditional: `{d['id']}`: {d['reason']}" + (f"; give `{d['needs']}`" if d["needs"] else "")
+                   for d in r.conditional)
+        if r.held_back and r.threshold is not None and not any(s.below_threshold for s in r.suggestions):
+            out.append(f"> held back (probability of being right under {r.threshold:.2f}; `--all` lists them): "
+                       + ", ".join(f"`{d['id']}` ({d['probability']:.2f})" for d in r.held_back))
         out.extend(_why_not_markdown(r))
         if not applies(r):
             out.append(f"No skeleton applies ({r.considered} checked)."
@@ -142,7 +169,9 @@ def markdown(results: list[KernelResult]) -> str:
                 continue
         for i, s in enumerate(r.suggestions, 1):
             out.append(f"### {i}. `{s.id}` — {s.title}" + (f" ({s.label})" if s.label else ""))
-            out.append(f"{s.summary} *({s.category}; {s.status}; score {s.score:.2f})*")
+            out.append(f"{s.summary} *({s.category}; {s.status}{_likelihood(s)}; score {s.score:.2f})*")
+            if s.payoff:
+                out.append(f"Pays here: {s.payoff['reason']}")
             out.append("")
             out.append("**Why it applies**" if s.kind == "match" else "**What holds, and what is missing**")
             out.extend(f"- {w}" for w in s.why)

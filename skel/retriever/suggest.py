@@ -70,9 +70,11 @@ from skel.kernels.extract import WANTED, extract, language_of
 from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
 from skel.kernels.importers import needs_importers, settle_backends_on_disk
 from skel.kernels.model import ParseError
+from skel.kernels.workload import Workload, from_launches
+from skel.retriever import calibration
 from skel.retriever.lexical import lexical_scores
 from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
-from skel.skeletons.base import BOUNDS, Status, Target, foothold, version_tuple
+from skel.skeletons.base import BOUNDS, DOES_NOT_PAY, PAYS, Status, Target, foothold, version_tuple
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications, track_record_of
 from skel.store.knowledge import Stats
@@ -146,6 +148,14 @@ class Suggestion:
     # how often people judged this skeleton's suggestions right on real serving-engine
     # kernels (``skel.store.evidence.TrackRecord.to_dict``); None when never hand-checked
     track_record: dict | None = None
+    # the estimated probability that the suggestion is right (``skel.retriever.calibration``),
+    # None when no model is shipped; ``calibration`` holds the model's inputs
+    probability: float | None = None
+    calibration: dict[str, float] = field(default_factory=dict)
+    # the payoff at the kernel's sizes, when the skeleton states one and the sizes decide it
+    # (``Payoff.to_dict``): a suggestion whose payoff holds is shown whatever its probability
+    payoff: dict | None = None
+    below_threshold: bool = False  # shown only because --all asked for everything
 
     @property
     def label(self) -> str:
@@ -170,6 +180,18 @@ class KernelResult:
     # skeletons that fit but that their own verification runs rule out for the target:
     # {"id", "status", "line"} each (``_ruled_out_by_evidence``)
     ruled_out_by_evidence: list[dict] = field(default_factory=list)
+    # skeletons that fit but whose payoff waits on a size nobody gave (``Skeleton.payoff``):
+    # {"id", "title", "reason", "needs"} each — conditional, never counted as suggestions
+    conditional: list[dict] = field(default_factory=list)
+    # skeletons that fit but do not pay at the sizes given: {"id", "reason"} each
+    not_paying: list[dict] = field(default_factory=list)
+    # suggestions whose probability of being right is under the threshold (shown with --all):
+    # {"id", "probability", "kind"} each, most likely first
+    held_back: list[dict] = field(default_factory=list)
+    # the sizes the payoffs read (``Workload.describe``), empty when none were known
+    workload: str = ""
+    # the probability a suggestion needs to be shown (``skel.retriever.calibration``)
+    threshold: float | None = None
     # what --profile said about this kernel (skel.retriever.profile.Bottleneck.to_dict), if given
     profile: dict | None = None
     # `--why-not ID`: for each skeleton asked about, why it is or is not in the list (`explain`)
@@ -278,12 +300,17 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             bound: str | None = None, target: Target | None = None,
             embedder: Embedder | None = None,
             exclude_runs: Callable[[Verification], bool] | None = None,
-            profile: Profile | None = None, why_not: tuple[str, ...] = ()) -> list[KernelResult]:
+            profile: Profile | None = None, why_not: tuple[str, ...] = (),
+            workload: Workload | None = None, show_all: bool = False,
+            threshold: float | None = None) -> list[KernelResult]:
     """Suggestions for every kernel of ``path`` (or only ``kernel``). ``why_not``: skeleton
     ids whose verdict each result explains (``explain``). With a ``profile``
     (``skel.retriever.profile.read_profile``) each kernel's bound is what the profile says
     about it, unless ``bound`` is given, which wins; a kernel the profile does not hold, or
-    one it cannot classify, is ranked on its code alone. Either way a note says so."""
+    one it cannot classify, is ranked on its code alone. Either way a note says so.
+    ``workload``: the sizes given (``--shape``, ``--workload``); ``show_all``: list the
+    suggestions under the probability threshold too; ``threshold`` replaces the model's
+    (``suggest_for``)."""
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
@@ -296,7 +323,8 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
     for kf in kernels:
         reading = profile.bottleneck(kf.name) if profile is not None else None
         chosen = bound if bound is not None or reading is None else reading.bound
-        r = suggest_for(kf, kb, k=k, bound=chosen, target=target, embedder=embedder, exclude_runs=exclude_runs)
+        r = suggest_for(kf, kb, k=k, bound=chosen, target=target, embedder=embedder, exclude_runs=exclude_runs,
+                        workload=workload, show_all=show_all, threshold=threshold)
         if profile is not None:
             r.notes.insert(0, reading.note(bound) if reading else profile.missing_note(kf.name))
             r.profile = reading.to_dict() if reading else None
@@ -352,11 +380,17 @@ def _assess(kf: KernelFacts, target: Target) -> list:
 def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5, bound: str | None = None,
                 target: Target | None = None, embedder: Embedder | None = None,
                 exclude: dict | None = None,
-                exclude_runs: Callable[[Verification], bool] | None = None) -> KernelResult:
+                exclude_runs: Callable[[Verification], bool] | None = None,
+                workload: Workload | None = None, show_all: bool = False,
+                threshold: float | None = None) -> KernelResult:
     """Suggestions for one kernel's facts. ``exclude`` is a chroma ``where`` clause that
     mined neighbours must satisfy (the retrieval benchmark uses it to hide the kernel's
     own file from the knowledge base); ``exclude_runs`` hides verification runs the same
-    way (the verification suite hides the runs made on the kernel being ranked)."""
+    way (the verification suite hides the runs made on the kernel being ranked).
+    ``workload``: the sizes given, merged over the literals of the kernel's own launches;
+    payoffs read them (``_payoffs``). ``show_all``: keep the suggestions whose probability
+    is under the threshold, marked (``_calibrate``); ``threshold``: the probability a
+    suggestion needs (default: the model's, or $SKEL_THRESHOLD)."""
     target, note = _target_for(kf, target)
     notes = [note] if note else []
     assessments = _assess(kf, target)
@@ -381,6 +415,8 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     result = KernelResult(kernel=kf.name, path=kf.path, line_start=kf.line_start, line_end=kf.line_end,
                           present=present, considered=len(assessments), suggestions=[], store_kernels=total,
                           notes=notes, dropped=dropped)
+    sizes = (workload or Workload()).merged(from_launches(kf))
+    result.workload = sizes.describe()
     if not candidates:
         return result
 
@@ -456,11 +492,15 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
         out = [s for s in out if s not in ruled]
         result.ruled_out_by_evidence = [{"id": s.id, "status": s.verification.status.value,
                                          "line": s.verification.line} for s in ruled]
+    out = _payoffs(out, by_skeleton, kf, sizes, result)
     # the tier first (a near miss never outranks a full match); within it, measured evidence
     # orders before any structural score: what was refuted here goes last, what measured no
     # effect (or compiles to the same code) just above it. Related ones rank by their words.
     out.sort(key=lambda s: (TIERS.index(s.kind), s.status == "refuted", s.verification.basis is Status.NO_EFFECT,
                             -(s.lexical_score if s.kind == "related" else s.score), s.id))
+    # what is shown is what is likely right (``_calibrate``): the notes below are about the
+    # suggestions that remain, not those held back for a low probability
+    out = _calibrate(out, kf, len(structural), result, show_all, threshold)
     # A near miss is shown only when nothing fits better: beside a full match it only pushes
     # fitting suggestions down, so it is named in a note instead, with what it lacks.
     if any(s.kind != "near-miss" for s in out):
@@ -502,6 +542,61 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
     return result
 
 
+def _payoffs(out: list[Suggestion], skeletons: dict, kf: KernelFacts, sizes: Workload,
+             result: KernelResult) -> list[Suggestion]:
+    """A suggestion needs its payoff as well as its preconditions: one that does not pay at
+    the sizes known is dropped (named in ``not_paying``), one whose payoff waits on a size
+    nobody gave becomes a conditional entry (``conditional``), listed apart and never
+    counted. Skeletons that state no payoff pass as they are, and so do refinements: the
+    authors already chose the technique, the question left is how to complete it."""
+    kept = []
+    for s in out:
+        pay = skeletons[s.id].payoff if s.kind != "refine" else None
+        verdict = pay(kf, sizes) if pay is not None else None
+        if verdict is None or verdict.state == PAYS:
+            s.payoff = verdict.to_dict() if verdict is not None else None
+            kept.append(s)
+        elif verdict.state == DOES_NOT_PAY:
+            result.not_paying.append({"id": s.id, "reason": verdict.reason})
+        elif s.kind == "match":  # a near miss or a related one is not a candidate to wait on
+            result.conditional.append({"id": s.id, "title": s.title, "reason": verdict.reason,
+                                       "needs": verdict.needs})
+    return kept
+
+
+def _calibrate(out: list[Suggestion], kf: KernelFacts, fits: int, result: KernelResult,
+               show_all: bool, threshold: float | None = None) -> list[Suggestion]:
+    """Each suggestion's probability of being right (``skel.retriever.calibration``); those
+    under the model's threshold are held back (named in ``held_back``) unless ``show_all``,
+    or unless their payoff holds at the sizes given (a grounded payoff decides on its own:
+    the verdicts the model was fitted on had no sizes). The order is the ranking's (tier,
+    then score, which reads the profile's bound and the kernel's neighbours): the
+    probability decides what is shown, not where."""
+    m = calibration.model()
+    kernel = calibration.kernel_features(kf, fits)
+    for s in out:
+        s.calibration = calibration.features(m.skeleton_rate(s.id) if m else 0.5, s.kind,
+                                             s.verification.basis or s.verification.status, kernel)
+        if m is not None:
+            s.probability = round(m.probability(s.calibration), 3)
+    if m is None:
+        result.notes.append("no calibration model shipped (skel/data/calibration.json): every suggestion is shown, "
+                            "without a probability")
+        return out
+    result.threshold = t = calibration.threshold(m) if threshold is None else threshold
+    shown: list[Suggestion] = []
+    held: list[Suggestion] = []
+    for s in out:
+        (shown if s.payoff is not None or (s.probability or 0.0) >= t else held).append(s)
+    result.held_back = [{"id": s.id, "probability": s.probability, "kind": s.kind}
+                        for s in sorted(held, key=lambda s: -(s.probability or 0.0))]
+    if show_all:
+        for s in held:
+            s.below_threshold = True
+        return shown + held
+    return shown
+
+
 def _target_for(kf: KernelFacts, target: Target | None) -> tuple[Target, str]:
     """The target a kernel is judged on, and a note when its own backend decided it: a kernel
     under backends/_ascend (or importing torch_npu, or launched only under `if _is_hip:`) is
@@ -524,6 +619,9 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
     shown = {s.id: (i, s) for i, s in enumerate(result.suggestions, 1)}
     dropped = {d["id"]: d for d in result.dropped}
     by_evidence = {d["id"]: d for d in result.ruled_out_by_evidence}
+    conditional = {d["id"]: d for d in result.conditional}
+    not_paying = {d["id"]: d for d in result.not_paying}
+    held = {d["id"]: d for d in result.held_back}
     out = []
     for sid in ids:
         sk = registry.get(sid)
@@ -543,6 +641,14 @@ def explain(kf: KernelFacts, ids: tuple[str, ...], result: KernelResult, target:
             entry["verdict"] = f"ruled out by the authors (line {d['line']}): \"{d['quote']}\""
         elif sid in by_evidence:
             entry["verdict"] = f"ruled out by evidence ({by_evidence[sid]['status']} here): {by_evidence[sid]['line']}"
+        elif sid in not_paying:
+            entry["verdict"] = f"does not pay at the sizes given: {not_paying[sid]['reason']}"
+        elif sid in conditional:
+            d = conditional[sid]
+            entry["verdict"] = f"conditional: {d['reason']}" + (f" (give {d['needs']})" if d["needs"] else "")
+        elif sid in held:
+            entry["verdict"] = (f"held back: its estimated probability of being right, {held[sid]['probability']:.2f}, "
+                                f"is under the threshold {result.threshold:.2f} (--all lists it)")
         elif not a.env_ok:
             entry["verdict"] = f"not for this target ({'; '.join(a.env_notes) or target.describe()})"
         elif a.present is not None and not a.refine:

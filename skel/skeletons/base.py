@@ -28,6 +28,7 @@ from skel.skeletons.conditions import ALWAYS, Condition, Hit
 
 if TYPE_CHECKING:
     from skel.kernels.model import KernelFacts
+    from skel.kernels.workload import Workload
 
 DOC_HEADINGS = ("What it does", "Why it is faster", "Applies when", "Does not apply when", "References")
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -240,6 +241,25 @@ class Assessment:
         return "near-miss" if self.missing else None
 
 
+#: what a payoff condition concluded (``Payoff.state``)
+PAYS, DOES_NOT_PAY, UNKNOWN = "pays", "does-not-pay", "unknown"
+
+
+@dataclass(frozen=True)
+class Payoff:
+    """Whether a technique pays for a kernel at the sizes it runs at (``Skeleton.payoff``):
+    ``pays`` or ``does-not-pay`` with the sizes and the arithmetic that decided it, or
+    ``unknown`` with the condition it waits on and ``needs``, the flag that would decide it
+    (a *conditional* suggestion: "pays if an offset passes 2**31 — give --shape x_ptr=ROWSxCOLS")."""
+
+    state: str
+    reason: str
+    needs: str = ""
+
+    def to_dict(self) -> dict:
+        return {"state": self.state, "reason": self.reason, "needs": self.needs}
+
+
 @dataclass
 class Skeleton:
     id: str
@@ -285,6 +305,11 @@ class Skeleton:
     # run does not refute an accuracy or correctness fix; wrong results or a failed launch
     # refute any skeleton (``skel.retriever.suggest``: evidence decides).
     pays_in: str = "speed"
+    # When the technique pays, over the kernel's sizes (``skel.kernels.workload``): None when
+    # it does not depend on them (or nobody has stated how yet). A suggestion needs its
+    # preconditions *and* its payoff; an unknown payoff makes it a conditional entry, listed
+    # apart with the sizes that would decide it, never counted as a suggestion.
+    payoff: Callable[["KernelFacts", "Workload"], Payoff] | None = field(default=None, repr=False, compare=False)
 
     @property
     def before(self) -> str:

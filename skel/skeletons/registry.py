@@ -20,6 +20,7 @@ import importlib
 import pkgutil
 from functools import lru_cache, partial
 from pathlib import Path
+from types import ModuleType
 
 from skel.errors import NotFoundError, SkeletonError
 from skel.kernels import extractor_version
@@ -128,3 +129,26 @@ def fixture_files(*suffixes: str) -> list[Path]:
     skeleton's folder), sorted; only those ending in ``suffixes`` when given."""
     wanted = suffixes or FIXTURE_SUFFIXES
     return sorted(p for p in CATALOG_DIR.glob("*/fixtures*") if p.suffix in wanted)
+
+
+def codemod_path(skeleton_id: str) -> Path:
+    """``catalog/<id_with_underscores>/codemod.py``: the skeleton's mechanical rewrite, when it has one."""
+    return CATALOG_DIR / skeleton_id.replace("-", "_") / "codemod.py"
+
+
+def codemod_of(skeleton_id: str) -> ModuleType | None:
+    """The skeleton's codemod module (its ``apply(module, kernel, facts)``, see
+    ``skel.skeletons.codemods``), or None when its folder has no ``codemod.py``. Raises
+    NotFoundError for an unknown id, SkeletonError for a codemod without ``apply``."""
+    get(skeleton_id)
+    if not codemod_path(skeleton_id).is_file():
+        return None
+    mod = importlib.import_module(f"{CATALOG_PACKAGE}.{skeleton_id.replace('-', '_')}.codemod")
+    if not callable(getattr(mod, "apply", None)):
+        raise SkeletonError(f"{mod.__name__} defines no apply(module, kernel, facts)")
+    return mod
+
+
+def with_codemod() -> list[str]:
+    """The ids of the skeletons whose folder holds a ``codemod.py``, sorted."""
+    return [s.id for s in all_skeletons() if codemod_path(s.id).is_file()]

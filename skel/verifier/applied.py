@@ -13,7 +13,7 @@ Machine code is read from the kernels actually launched: each Triton ``JITFuncti
 wrapped for the duration of one launcher call and the ``CompiledKernel`` it returns is kept.
 On a GPU the launcher runs (twice: the first call may autotune, the second is recorded) on
 inputs of the harness's first GPU shape, and SASS is compared. Without a GPU the same happens
-in a child process with the interpreter off and :func:`skel.verifier.gpu.offline_cuda`
+in a child process with the interpreter off and :func:`skel.kernels.offline.offline_cuda`
 standing in for the driver: launches become warm-ups (compile only, for sm_90), autotuned
 kernels compile every config, and PTX is compared (SASS works offline too, through Triton's
 bundled ptxas and nvdisasm, but costs ~2 s a kernel; equal PTX gives equal SASS, and unequal
@@ -30,7 +30,6 @@ import hashlib
 import inspect
 import json
 import os
-import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -38,9 +37,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from skel.kernels.model import ParseError
+from skel.kernels.offline import normalise, offline_cuda
 from skel.skeletons import registry
 from skel.verifier.correctness import dtype_of
-from skel.verifier.gpu import offline_cuda
 from skel.verifier.harness import Harness, import_file
 
 _CHILD_TIMEOUT_S = 240
@@ -69,31 +68,6 @@ class LaunchCode:
 
 
 # ---- machine code --------------------------------------------------------------------------
-
-_PTX_DROP = re.compile(r"^\s*(\.loc|\.file|//|\$L__|\.section\s+\.debug)")
-
-
-def normalise(asm: str, kind: str, names: list[str]) -> str:
-    """Machine code with what differs between equal kernels removed: names, comments, debug."""
-    lines: list[str] = []
-    for line in asm.splitlines():
-        if kind == "ptx":
-            if re.match(r"^\s*\.section\s+\.debug", line):
-                break  # the debug sections run to the end of the module
-            if _PTX_DROP.match(line):
-                continue
-            line = line.split("//", 1)[0]
-        else:
-            if line.startswith(("Function:", "nvdisasm", "\t.headerflags", "\t.elftype")) or "warning" in line:
-                continue
-        line = line.rstrip()
-        if line:
-            lines.append(line)
-    text = "\n".join(lines)
-    for n in sorted(set(names), key=len, reverse=True):
-        text = re.sub(rf"\b{re.escape(n)}(?=\b|_param)", "KERNEL", text)
-    return text
-
 
 def code_of(kernel: Any, prefer: str = "sass") -> tuple[str, str]:
     """(kind, text) of a CompiledKernel: SASS where nvdisasm gives it (and is preferred), else PTX."""

@@ -7,7 +7,8 @@ bandwidth can only *raise* the bandwidth used, so the roofline never rejects a r
 own measurement was low.
 
 :func:`offline_cuda` lets Triton compile for sm_90 on a machine with no GPU (a stand-in driver
-that answers "device 0, CUDA target 9.0"), so machine code can be compared on the CPU.
+that answers "device 0, CUDA target 9.0"), so machine code can be compared on the CPU. It lives
+in :mod:`skel.kernels.offline` (the machine-code facts need it too) and is re-exported here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
+
+from skel.kernels.offline import offline_cuda  # noqa: F401  (moved down to the analysis layer; re-exported)
 
 
 @dataclass(frozen=True)
@@ -126,39 +129,3 @@ def peaks_for(device: str, measured_bw: float | None = None) -> Peaks | None:
     if measured_bw and measured_bw > peaks.hbm_bps:
         return Peaks(measured_bw, dict(peaks.flops))
     return peaks
-
-
-class _OfflineDriver:
-    """Answers the three questions Triton's JIT asks before compiling; anything else is an error
-    (so a launch attempted offline fails loudly instead of pretending to run)."""
-
-    def __init__(self, cc: int, warp_size: int) -> None:
-        from triton.backends.compiler import GPUTarget  # triton: optional (the verify extra), 0.1 s to import
-
-        self.target = GPUTarget("cuda", cc, warp_size)
-
-    def get_current_device(self) -> int:
-        return 0
-
-    def get_current_stream(self, device: int | None = None) -> int:
-        return 0
-
-    def get_current_target(self) -> Any:
-        return self.target
-
-    def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"offline Triton driver: {name!r} needs a real GPU")
-
-
-@contextlib.contextmanager
-def offline_cuda(cc: int = 90, warp_size: int = 32) -> Iterator[None]:
-    """Within: Triton compiles for CUDA ``cc`` with no GPU present (ptxas and nvdisasm ship with
-    Triton). Only compiling works; kernel launches must be turned into warm-ups by the caller."""
-    from triton.runtime.driver import driver  # triton: optional (the verify extra), 0.1 s to import
-
-    previous = driver._active
-    driver.set_active(_OfflineDriver(cc, warp_size))
-    try:
-        yield
-    finally:
-        driver._active = previous

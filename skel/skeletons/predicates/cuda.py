@@ -49,7 +49,10 @@ class Subscript:
 
 def subscripts(k: KernelFacts) -> list[Subscript]:
     """Every ``name[index]`` in the unit (nested ones too), with its line."""
-    text = code(k)
+    return [s for _, s in _subscripts_at(k, code(k))]
+
+
+def _subscripts_at(k: KernelFacts, text: str) -> list[tuple[int, Subscript]]:
     out = []
     for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\[", text):
         depth, i = 1, m.end()
@@ -57,7 +60,7 @@ def subscripts(k: KernelFacts) -> list[Subscript]:
             depth += {"[": 1, "]": -1}.get(text[i], 0)
             i += 1
         if depth == 0:
-            out.append(Subscript(line_of(k, text, m.start()), m.group(1), text[m.end():i - 1].strip()))
+            out.append((m.start(), Subscript(line_of(k, text, m.start()), m.group(1), text[m.end():i - 1].strip())))
     return out
 
 
@@ -115,7 +118,9 @@ _THREAD = re.compile(r"\bthreadIdx\.x\b")
 
 def _linear_in(expr: str, names: set[str]) -> bool:
     """``expr`` moves by one per thread: it holds ``threadIdx.x`` or a thread-linear name, never
-    multiplied or divided (``threadIdx.x * 4``, ``tid / 32`` are strided or warp-uniform)."""
+    multiplied or divided (``threadIdx.x * 4``, ``tid / 32`` are strided or warp-uniform), and
+    never as a subscript (``topk_ids[i]`` is a value read from memory: data, not an index
+    that moves by one)."""
     found = False
     for m in re.finditer(r"\bthreadIdx\.x\b|\b[A-Za-z_]\w*\b", expr):
         tok = m.group(0)
@@ -124,6 +129,8 @@ def _linear_in(expr: str, names: set[str]) -> bool:
         before, after = expr[:m.start()].rstrip(), expr[m.end():].lstrip()
         if before.endswith((".", "->")):
             continue  # a member (`blockIdx.x`'s `x`), not the variable of that name
+        if before.count("[") > before.count("]"):
+            return False  # inside a subscript: the value is what memory holds there
         if before.endswith(("*", "/")) or after.startswith(("*", "/", "<<", ">>")):
             return False
         found = True
@@ -162,15 +169,43 @@ def _terms(index: str) -> list[str]:
     return [t for t in terms if t]
 
 
+#: an element address taken for an atomic (`atomicAdd(&cnt[e], 1)`): a read-modify-write no
+#: vector type can widen
+_ATOMIC_ARG = re.compile(r"\batomic\w*\s*\(\s*&\s*$")
+#: an element read through pointer arithmetic: `*(x + i)`, `__ldg(x + i)` (`__ldcs`, `__ldcg` ...)
+_POINTER_ACCESS = re.compile(r"(?:\*\s*\(|\b__ld\w*\s*\()\s*([A-Za-z_]\w*)\s*\+\s*([^();]*?)\s*\)")
+
+
+def pointer_accesses(k: KernelFacts) -> list[Subscript]:
+    """Elements read through pointer arithmetic (``*(x + i)``, ``__ldg(x + i)``), as subscripts.
+    A `*` after an operand (`a * (b + i)`) multiplies: not one."""
+    text = code(k)
+    out = []
+    for m in _POINTER_ACCESS.finditer(text):
+        if text[m.start()] == "*" and text[:m.start()].rstrip()[-1:] in tuple("abcdefghijklmnopqrstuvwxyz"
+                                                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_)]"):
+            continue
+        out.append(Subscript(line_of(k, text, m.start()), m.group(1), m.group(2).strip()))
+    return out
+
+
+def atomic_subscripts(k: KernelFacts) -> list[Subscript]:
+    """Subscripts whose address an atomic takes (``atomicAdd(&counts[e], 1)``)."""
+    text = code(k)
+    return [s for at, s in _subscripts_at(k, text) if _ATOMIC_ARG.search(text[max(0, at - 40):at])]
+
+
 def unit_stride_accesses(k: KernelFacts) -> list[Subscript]:
     """Scalar element accesses of global pointers whose index moves by one per thread
-    (``x[i]``, ``out[row * d + i]``): neighbouring threads touch neighbouring elements."""
+    (``x[i]``, ``out[row * d + i]``, ``__ldg(x + i)``): neighbouring threads touch
+    neighbouring elements. An atomic's element (``atomicAdd(&out[i], v)``) is not one."""
     pointers = pointer_names(k)
     linear = thread_linear_names(k)
+    atomic = {(s.line, s.base, s.index) for s in atomic_subscripts(k)}
     out = []
-    for s in subscripts(k):
-        if s.base not in pointers or "[" in s.index:
-            continue  # not a global pointer, or an indirect (gathered) index
+    for s in subscripts(k) + pointer_accesses(k):
+        if s.base not in pointers or "[" in s.index or (s.line, s.base, s.index) in atomic:
+            continue  # not a global pointer, an indirect (gathered) index, or an atomic's target
         terms = _terms(s.index)
         if any(t in linear or t == "threadIdx.x" for t in terms) and _linear_in(s.index, linear):
             out.append(s)

@@ -25,7 +25,10 @@ drop autotuning and hard-code one config, which gives up the speed autotuning bu
 ## Does not apply when
 - the kernel is not autotuned, or has a single config;
 - the configs already carry a `pre_hook` (e.g. one that zeroes the atomic target before
-  each trial, as gemlite's split-K configs do): that is this technique, spelled per config;
+  each trial, as gemlite's split-K configs do): that is this technique, spelled per config —
+  also when a helper function of the module builds the configs (`configs=gen_configs()`,
+  `triton.Config(..., pre_hook=lambda nargs: nargs["c"].zero_())`, or `cfg.pre_hook = ...`
+  set on the built configs);
 - the output is only written (pure store): repeated trials overwrite it with the same
   values;
 - the buffer is scratch the caller re-initialises anyway — then the restore only adds a

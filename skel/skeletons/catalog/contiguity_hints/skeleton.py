@@ -45,6 +45,10 @@ specialize to 1), and that run is hidden from the compiler by one of:
   it fell to scalar loads and 0.87x, and a base pointer read from memory to 0.94x, both
   restored by the hints (`python -m benchmarks.performance.gather_hints`,
   `benchmarks/results/gather-hints-2026-12-03.md`);
+- the hint would only restate what Triton's own specialisation gives: an integer argument
+  equal to 1 is compiled as the constant 1, and one divisible by 16 gets a divisibility-16
+  hint at launch (both unless `do_not_specialize` lists it), so `tl.multiple_of(stride, 16)`
+  or `tl.assume(n % 16 == 0)` on such an argument pays nothing;
 - the divisor of the wrap is a constexpr, a literal, or a local computed only from them
   (`half = ROTARY // 2; d % half`): Triton folds it and its axis analysis knows the runs;
 - there is no unit-stride run to restore, so a hint would be false: interleaved

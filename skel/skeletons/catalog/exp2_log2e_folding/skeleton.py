@@ -31,6 +31,9 @@ memory-bound kernel hides the saved multiply under its loads.
   recurrent state update), or a SiLU before a quantisation amax;
 - the kernel is memory-bound (long rows, one pass): the saved multiply is hidden by
   loads;
+- the kernel loops, but every natural exp sits outside its loops (the softmax of an
+  accumulator finished by a `tl.dot` loop, an lse written once at the end): it runs once
+  per program, not per iteration, and the saved multiply does not show;
 - bit-exact agreement with a `torch.exp` reference is required: `exp2(x * log2e)` rounds
   differently in the last bits. Apply log2(e) after a `tl.dot`, not to its operands, so
   the dot's inputs keep their precision, as flash-linear-attention does in
@@ -52,7 +55,7 @@ from typing import TYPE_CHECKING
 from skel.kernels.flow import args_of, broadcast_axes, flow_of, has_call
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import IDENT, assign_targets, calls, constant, custom, uses_name
-from skel.skeletons.patterns import absent, any_of, calls_where, implies, names_where, params_where
+from skel.skeletons.patterns import absent, any_of, calls_where, implies, loops_where, names_where, params_where
 from skel.skeletons.predicates.addresses import tile_load_2d
 from skel.skeletons.predicates.scales import scaled
 
@@ -193,6 +196,18 @@ LOG2E_FOLDED = implies(
     describe="log2(e) folded into the scale applied anyway (an `exp2` argument still multiplies by "
     "LOG2E per element)")
 
+#: Where the kernel loops, its exps pay only inside the loop: an exp after the loop (the
+#: softmax of a finished accumulator, an lse written once) runs once per program, and the
+#: saved multiply is noise next to the loop's loads and dots. A kernel with no loop is one
+#: pass, and its exp is the body.
+EXP_ON_HOT_PATH = implies(
+    loops_where(name="kernel-loop", describe="a loop"),
+    calls(*NATURAL_EXP, in_loop=True, name="natural-exp-in-loop", describe="`tl.exp` inside a loop")
+    | calls_where(like=NATURAL_EXP_HELPER, in_loop=True, name="natural-exp-helper-in-loop",
+                  describe="a natural-exp helper inside a loop"),
+    name="exp-on-hot-path",
+    describe="a natural exp on the hot path: inside the kernel's loop, or in a kernel with no loop (one pass)")
+
 SKELETON = Skeleton(
     id="exp2-log2e-folding",
     title="exp2 with folded log2(e)",
@@ -201,7 +216,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bexp2\b", r"\blog2_?e\b", r"log2\(e\)", r"\bRCP_LN2\b"),
     present=EXP2_USED,
-    preconditions=[NATURAL_EXP_CALL, (SOFTMAX_EXP & SCALED_EXP) | EXP_ON_TILE],
+    preconditions=[NATURAL_EXP_CALL, (SOFTMAX_EXP & SCALED_EXP) | EXP_ON_TILE, EXP_ON_HOT_PATH],
     subject=NATURAL_EXP_CALL,
     env=Env(),
     helps=("compute",),

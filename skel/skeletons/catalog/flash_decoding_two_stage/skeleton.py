@@ -39,7 +39,11 @@ The gain is about min(S, SMs / programs) minus one small extra launch.
   blocks (a kernel that splits with a fixed count, `SPLIT_K = 4` at its launch, is
   suggested this as a refinement);
 - the kernel already splits (a split-id program axis, `NUM_KV_SPLITS`, vLLM's
-  `NUM_SEGMENTS_PER_SEQ`), or is the combine kernel itself;
+  `NUM_SEGMENTS_PER_SEQ`, or, by any name, a KV loop whose bounds are computed from a
+  program id: `start = part * PARTITION_SIZE`), or is the combine kernel itself;
+- the only sign of a decode query is a `tl.arange` over the head *dimension*
+  (`offs_head_dim = tl.arange(0, HEAD_DIM)`): that is one head's features, not a tile of
+  query heads, and a kernel with a tile of query rows is prefill;
 - the reduction is a plain sum (split-K GEMM / GEMV): use `split-k-reduction`, whose
   partials add without an lse.
 A split that gets no tokens (T short against the split count) must write lse = -inf and
@@ -61,7 +65,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from skel.kernels.flow import args_of, flow_of
+from skel.kernels.flow import args_of, call_name, calls_in, flow_of, has_call, is_call, names_in
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom
 from skel.skeletons.patterns import absent, calls_where, kernel_named, launches, loops_where
@@ -70,6 +74,7 @@ from skel.skeletons.predicates.softmax_loops import ONLINE_SOFTMAX_LOOP, online_
 from skel.skeletons.predicates.splits import SPLIT_NAMES
 
 if TYPE_CHECKING:
+    from skel.kernels.flow import Flow, Node
     from skel.kernels.model import Call, KernelFacts, Launch, Loop
 
 #: `q[None, :] * k` or `k * q[None, :]`: one query row against a block of keys.
@@ -88,14 +93,25 @@ def _vector_scores(k: KernelFacts) -> list[int]:
             and any(lp.line in loops for lp in c.loops)]
 
 
+#: a head *dimension* (`HEAD_DIM`, `BLOCK_HEADDIM`, `head_size`, `offs_head_dim`): the
+#: features of one head, not a tile of query heads
+_HEAD_DIM = re.compile(r"(?i)\w*(dim|size|dmodel|feat)\w*")
+
+
 def _head_tiles(k: KernelFacts) -> list[int]:
-    """An index tile over query heads, outside loops (a packed GQA group)."""
+    """An index tile over query heads, outside loops (a packed GQA group). A `tl.arange`
+    over the head dimension (`offs_head_dim = tl.arange(0, HEAD_DIM)`) is not one."""
     lines = []
     for a in k.assigns:
         if a.loop_depth or "tl.arange" not in a.calls:
             continue
         m = re.search(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", a.value)
-        if m and _HEAD_TILE_WIDTH.fullmatch(m.group(1)) and any(_HEAD_TILE_TARGET.fullmatch(t) for t in a.targets):
+        if not m or not _HEAD_TILE_WIDTH.fullmatch(m.group(1)):
+            continue
+        width = m.group(1)
+        if _HEAD_DIM.fullmatch(width) and width != "GROUP_SIZE":
+            continue
+        if any(_HEAD_TILE_TARGET.fullmatch(t) and not _HEAD_DIM.fullmatch(t) for t in a.targets):
             lines.append(a.line)
     return lines
 
@@ -143,6 +159,50 @@ def _combines(lp: Loop, k: KernelFacts) -> bool:
                    for c in inside)
 
 
+def _outside_loads(fl: Flow, expr: Node) -> set[str]:
+    """Names ``expr`` reads as values, not only as the address of a `tl.load` (`seq_len =
+    tl.load(seq_lens + seq)` depends on the data, not on `seq`)."""
+    inner: set[str] = set()
+    for c in calls_in(expr):
+        if call_name(c) == "tl.load":
+            inner |= names_in(c)
+    return names_in(expr) - inner
+
+
+def _split_axis_loops(k: KernelFacts) -> list[int]:
+    """Online-softmax loops whose bounds are computed from a program id by arithmetic (not
+    through a loaded length): each program of that grid axis walks its own slice of the
+    KV (`start = part * PARTITION_SIZE`, `for blk in range(start // PAGE, ...)`), however
+    the split is named."""
+    fl = flow_of(k)
+    if not fl.ok:
+        return []
+    softmax = set(_softmax_loop_lines(k))
+    lines = []
+    for lp in fl.loops:
+        if lp.line not in softmax or lp.bounds is None:
+            continue
+        todo, seen = list(_outside_loads(fl, lp.bounds)), set()
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            defs = [d for d in fl.defs.get(n, ()) if not lp.holds(d.line)]
+            if any(has_call([d.value], "tl.program_id") and not is_call(d.value, "tl.load") for d in defs):
+                lines.append(lp.line)
+                break
+            for d in defs:
+                todo += _outside_loads(fl, d.value)
+    return lines
+
+
+#: the KV loop of this program is a slice chosen by a grid axis: the split is there, by
+#: whatever name (vLLM's `partition_idx`, a `part` axis)
+KV_SPLIT_AXIS = custom("kv-split-grid-axis",
+                       "a KV loop bounded by a program id (`start = part * PARTITION_SIZE`): the KV is already "
+                       "split over a grid axis", _split_axis_loops)
+
 WRITES_LSE = calls_where("tl.store", where=_stores_lse, name="writes-partial-lse",
                          describe="a log-sum-exp stored per program (`m + tl.log(l)`: a split's partial)")
 LSE_COMBINE = loops_where(where=_combines, name="lse-combine",
@@ -185,7 +245,8 @@ SKELETON = Skeleton(
     summary="Split a decode query's KV loop across programs (partial o + lse per split), then merge by lse.",
     category=Category.DECOMPOSITION,
     doc=__doc__,
-    present=((SPLIT_NAMES | WRITES_LSE) & DECODE_QUERY) | (SPLIT_NAMES & ONLINE_SOFTMAX_LOOP) | LSE_COMBINE,
+    present=((SPLIT_NAMES | WRITES_LSE | KV_SPLIT_AXIS) & DECODE_QUERY) | (SPLIT_NAMES & ONLINE_SOFTMAX_LOOP)
+    | LSE_COMBINE,
     preconditions=[ONLINE_SOFTMAX_LOOP, DECODE_QUERY, ~PREFILL_KERNEL],
     subject=ONLINE_SOFTMAX_LOOP,
     refine=[SPLITS_SIZED],

@@ -32,9 +32,10 @@ provides). For G = 4–8 the KV bytes per step drop 4–8x.
 
 ## Does not apply when
 - plain multi-head attention (G = 1): nothing is shared, and padding one head to 16 rows
-  wastes the MMA. The check sees a group index (`i_hq // G`) but not the host dispatch:
-  a kernel that is only launched when `kv_group_num == 1` still passes it — check the
-  launcher;
+  wastes the MMA. A kernel whose every launch in its file sits under `if kv_group_num ==
+  1:` (or `G == 1`, `num_heads == num_kv_heads`) is such a kernel: the launcher sends
+  grouped heads to another kernel — in practice the file's packed sibling — so the
+  technique is there in effect. A launcher in another file is not seen;
 - the vector-matrix reduction is not an attention score: an SSM / Mamba state readout
   `tl.sum(state * C[None, :], 1)` shares only small B/C vectors across a head group,
   with no K/V blocks to load once and no softmax;
@@ -64,13 +65,13 @@ from typing import TYPE_CHECKING
 from skel.kernels.flow import args_of, flow_of
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import calls, custom, soft
-from skel.skeletons.patterns import assigns
+from skel.skeletons.patterns import absent, assigns, launches
 from skel.skeletons.predicates.dots import NO_DOT
 from skel.skeletons.predicates.loops import at_most_one_trip
 
 if TYPE_CHECKING:
     from skel.kernels.flow import CallInfo, LoopInfo
-    from skel.kernels.model import Assign, KernelFacts
+    from skel.kernels.model import Assign, KernelFacts, Launch
 
 _HEAD_BLOCK = re.compile(r"BLOCK_H\w*|GROUP|BLOCK_HQ|BH|Q_HEAD_NUM|VALID_BLOCK_H|G|BG|BLOCK_G|NUM_Q\w*_PER_KV|"
                          r"QUERY_GROUP_SIZE|KV_GROUP_NUM|GQA_GROUP_SIZE|GROUP_SIZE|HEAD_GROUP\w*")
@@ -130,6 +131,36 @@ VECTOR_SCORES = custom("vector-scores-in-softmax-kv-loop",
 GROUPED_KV = assigns(value=_GROUP, name="grouped-kv-head",
                      describe="a KV head shared by a group of query heads (`i_hq // G`)")
 
+#: a host test saying the KV group is one query head: `kv_group_num == 1`, `G == 1`,
+#: `num_queries_per_kv == 1`, `num_heads == num_kv_heads`
+_GROUP_NAME = r"(?:kv_group_num|KV_GROUP_NUM|G|group_size|GROUP_SIZE|\w*groups?\w*|num_queries_per_kv|\w*_per_kv\w*|QH_PER_KH)"
+_UNGROUPED = re.compile(rf"^\s*\(?\s*(?:{_GROUP_NAME}\s*==\s*1|1\s*==\s*{_GROUP_NAME}|"
+                        r"(?:\w*num_heads|\w*num_q_heads|H_?Q)\s*==\s*(?:\w*num_kv_heads|\w*num_k_heads|H_?KV?))\s*\)?\s*$")
+_UNGROUPED_NEGATED = re.compile(rf"^\s*not\s*\(\s*{_GROUP_NAME}\s*!=\s*1\s*\)\s*$")
+
+
+def _ungrouped_guard(text: str) -> bool:
+    parts = [p for p in re.split(r"\band\b", text)] if " or " not in text else [text]
+    return any(_UNGROUPED.match(p) or _UNGROUPED_NEGATED.match(p) for p in parts)
+
+
+def _launched_ungrouped_only(ln: Launch, k: KernelFacts) -> bool:
+    """Every launch of the kernel in its file sits under a test that the KV group is one
+    head (`if kv_group_num == 1:`): the host sends grouped heads to another kernel (the
+    file's packed one), so this one only ever runs plain multi-head attention."""
+    own = [x for x in k.launches if x.kernel == k.name]
+    return bool(own) and all(any(_ungrouped_guard(g) for g in x.guards) for x in own)
+
+
+#: the host launches the kernel only for plain MHA: grouped heads go elsewhere
+MHA_ONLY_LAUNCH = launches(own=True, where=_launched_ungrouped_only, name="launched-only-when-ungrouped",
+                           describe="every launch of the kernel under `if kv_group_num == 1:` (plain multi-head "
+                           "attention; the host sends grouped heads to another kernel)")
+LAUNCHED_FOR_GROUPS = absent(
+    MHA_ONLY_LAUNCH, name="launched-for-grouped-heads",
+    describe="a kernel the host runs for grouped heads too (not launched only under `if kv_group_num == 1:`, "
+    "which sends GQA to another kernel, such as the file's packed one)")
+
 SKELETON = Skeleton(
     id="gqa-head-packing",
     title="Pack a GQA group's query heads into one tl.dot tile (decode)",
@@ -139,7 +170,7 @@ SKELETON = Skeleton(
     present=HEAD_TILE_DOT,
     # the `// G` spelling of the group is a literal detail (MLA shares one latent KV head
     # by other names): decode scores without it are a near miss
-    preconditions=[VECTOR_SCORES, soft(GROUPED_KV), NO_DOT],
+    preconditions=[VECTOR_SCORES, soft(GROUPED_KV), NO_DOT, LAUNCHED_FOR_GROUPS],
     subject=VECTOR_SCORES,
     env=Env(),
     helps=("memory", "compute"),

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, cast
 
 from skel.kernels.flow import (NOT_CONSTANT, Flow, Node, args_of, binary, call_name, calls_in, constant, has_call,
                                name_of, names_in, operands, walk)
+from skel.skeletons.predicates.payoff import offsets_past_int32
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.patterns import addresses, calls_where
 from skel.skeletons.predicates.names import TILE_NAME
@@ -239,5 +240,6 @@ SKELETON = Skeleton(
     subject=INT32_PID_TIMES_RUNTIME,
     pays_in="correctness",
     env=Env(),
+    payoff=offsets_past_int32,
     helps=(),
 )

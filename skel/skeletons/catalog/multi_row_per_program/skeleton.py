@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from skel.skeletons.predicates.payoff import short_and_many_rows
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import assign_targets, custom, soft
 from skel.skeletons.predicates.dots import NO_DOT
@@ -109,5 +110,6 @@ SKELETON = Skeleton(
                    SHORT_ROW_IN_SERVING, ~STEP_MODULE],
     subject=ONE_ROW_PER_PROGRAM,
     env=Env(),
+    payoff=short_and_many_rows,
     helps=("occupancy", "latency"),
 )

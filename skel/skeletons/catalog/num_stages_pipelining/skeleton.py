@@ -28,7 +28,10 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 - a loop streaming 1-D vectors into computation (a grid-stride loop over rows, a short
   constexpr loop over heads), their addresses reading no value loaded in the loop, is a
   near miss: `tl.range(..., num_stages=)` can pipeline it, at a smaller gain;
-- no `num_stages` is set anywhere (configs, launch, or loop).
+- no `num_stages` is set anywhere: in the autotune configs (written out, built by a helper
+  function of the module such as `configs=gen_config()`, or spread from option dicts with
+  `triton.Config({...}, **opts)`), at the launch (a keyword, or a `**opts` dict that sets
+  it), or on a loop.
 
 ## Does not apply when
 - the only streaming loops run over a LoRA rank (`range(0, tl.cdiv(K, BLOCK_K))` after
@@ -67,13 +70,14 @@ memory or lowers occupancy — hence tuning it rather than relying on the backen
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, cast
 
 from skel.kernels.flow import (CallInfo, Flow, LoopInfo, Node, constant, contains_call, flow_of, has_call, is_call,
                                name_of, names_in, positional, receiver)
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import LAUNCH_CONFIG_DICT, custom, launched_with, loop, soft
-from skel.skeletons.patterns import decorators
+from skel.skeletons.patterns import decorators, launches
 from skel.skeletons.predicates.addresses import is_block_ptr_address, is_vector_expr, tile_load_2d
 from skel.skeletons.predicates.autotune import autotune_config_keys
 from skel.skeletons.predicates.loops import RANK_LOOPS, at_most_one_trip, runtime_trip_count
@@ -81,7 +85,7 @@ from skel.skeletons.predicates.loops import RANK_LOOPS, at_most_one_trip, runtim
 if TYPE_CHECKING:
     import libcst as cst
 
-    from skel.kernels.model import Decorator, KernelFacts
+    from skel.kernels.model import Decorator, KernelFacts, Launch
 
 _LOOPS = ("range", "tl.range")
 #: Tensor-descriptor loads: `desc.load([...])` and the experimental free function.
@@ -93,6 +97,15 @@ _STORES = ("tl.store", ".store", "tl._experimental_descriptor_store")
 def _config_num_stages(d: Decorator, k: KernelFacts) -> bool:
     """The kernel's `@triton.autotune` whose configs set `num_stages`."""
     return d is k.decorator("triton.autotune") and "num_stages" in autotune_config_keys(k)
+
+
+_STAR_NUM_STAGES = re.compile(r"""['"]num_stages['"]\s*:|\bnum_stages\s*=(?!=)""")
+
+
+def _star_num_stages(ln: Launch, k: KernelFacts) -> bool:
+    """A launch spreading a dict that sets `num_stages` (`kernel[grid](..., **opts)` after
+    `opts = {"num_stages": 3}` or `dict(num_stages=3)`)."""
+    return any(_STAR_NUM_STAGES.search(src) for src in ln.star_sources)
 
 
 def _jit_num_stages(k: KernelFacts) -> list[int] | None:
@@ -275,6 +288,8 @@ STAGES_SET = (
     decorators("triton.autotune", where=_config_num_stages, name="autotune-num-stages",
                describe="autotune configs setting `num_stages`")
     | launched_with("num_stages", name="launch-num-stages")
+    | launches(where=_star_num_stages, name="launch-dict-num-stages",
+               describe="a launch spreading a dict that sets `num_stages` (`**opts`)")
     | loop(kind="tl.range", kw="num_stages", name="tl-range-num-stages",
            describe="`tl.range(..., num_stages=)`")
     | custom("jit-num-stages", "`num_stages` on the jit decorator", _jit_num_stages)

@@ -64,6 +64,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from skel.skeletons.predicates.payoff import many_short_programs
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, soft
 from skel.skeletons.patterns import implies, launches
@@ -143,6 +144,7 @@ SKELETON = Skeleton(
                    ~MOVES_DATA_ONLY, ~STEP_MODULE],
     subject=ONE_ROW_PER_PROGRAM,
     env=Env(),
+    payoff=many_short_programs,
     helps=("latency", "occupancy"),
     refine=[GRID_FROM_SM_COUNT],
 )

@@ -27,7 +27,8 @@ where the compiler cannot fold the transpose into the load.
 
 ## Does not apply when
 - the same tile is needed both ways (`tl.dot(b_k, ...)` and `tl.dot(..., tl.trans(b_k))`
-  in a backward kernel): two loads cost more HBM/L2 traffic than one transpose;
+  in a backward kernel): two loads cost more HBM/L2 traffic than one transpose. Reading
+  only the tile's type (`p.to(k.dtype)`, `acc.to(k.dtype)`) is not a second use;
 - the transposed value is computed, not loaded (`tl.trans(b_A)` of a `tl.dot` result, an
   attention score tile): there is no load to turn around;
 - the transposed view would make the load uncoalesced for a non-16-bit type or a tiny
@@ -109,9 +110,14 @@ def _loaded_roots(name: str, defs: dict[str, list[Assign]], hops: int = 3) -> se
     return roots or None
 
 
+#: `x.dtype`, `x.dtype.element_ty`, `x.shape`: the tile's type or shape, not its data
+_META_READ = re.compile(r"\b\w+\s*\.\s*(?:dtype|shape)\b(?:\s*\.\s*element_ty\b)?")
+
+
 def _uses(k: KernelFacts, name: str) -> int:
-    """How many statements read `name` (assignments, and calls outside assignments)."""
-    rx = re.compile(r"\b" + re.escape(name) + r"\b")
+    """How many statements read `name`'s data (assignments, and calls outside assignments);
+    `name.dtype` (a cast target: `acc.to(k.dtype)`) reads none."""
+    rx = re.compile(r"\b" + re.escape(name) + r"\b(?!\s*\.\s*(dtype|shape)\b)")
     n = sum(1 for a in k.assigns if name in _data_names(a))
     assigned_lines = {a.line for a in k.assigns}
     n += sum(1 for c in k.calls if c.line not in assigned_lines and c.name in ("tl.dot", "tl.store", "tl.sum")
@@ -136,8 +142,8 @@ def _trans_of_loaded(k: KernelFacts) -> list[int]:
         name = _transposed_name(text, defs)
         if name is not None:
             transposed.setdefault(name, []).append(line)
-        else:
-            plain.update(IDENT.findall(text))
+        else:  # `tl.dot(p.to(k.dtype), v)` reads k's type, not k
+            plain.update(IDENT.findall(_META_READ.sub(" ", text)))
     lines = []
     for name, at in transposed.items():
         roots = _loaded_roots(name, defs)

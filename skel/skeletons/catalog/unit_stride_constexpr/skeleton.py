@@ -38,6 +38,12 @@ on an H200 (Triton 3.6) the runnable example, whose "before" lists its strides i
   full copy on every call;
 - the innermost stride is already the literal 1 (`(H*K, 1)`), a constexpr, or absent
   (`x + row * stride + cols`): nothing is left to specialise;
+- every launch of the kernel in its file passes the literal `1` for the stride (`1`, not
+  `x.stride(1)`): the authors fixed the stride at the call, and Triton compiles an integer
+  argument equal to 1 as the constant 1 — unless `do_not_specialize` lists it, and then
+  taking it off that list is the whole change, not this rewrite. Whether a `x.stride(1)` is
+  1 at run time is not decidable from the code: such a launch still counts as a runtime
+  stride;
 - the runtime stride is an outer one (time, head, batch): only the contiguous dimension
   vectorises;
 - the stride is an ordinary argument (not in `do_not_specialize`): Triton already
@@ -62,10 +68,10 @@ from typing import TYPE_CHECKING
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom, split_top
-from skel.skeletons.patterns import any_of, assigns, calls_where, per_kernel
+from skel.skeletons.patterns import any_of, assigns, calls_where, launches, per_kernel
 
 if TYPE_CHECKING:
-    from skel.kernels.model import Assign, Call, KernelFacts
+    from skel.kernels.model import Assign, Call, KernelFacts, Launch
 
 #: A stride argument: `stride_xd`, `x_stride_1`, `s_k_d`, `stride`.
 _STRIDE_PARAM = re.compile(r"(?i)(\w*stride\w*|s_[a-z]+_[a-z0-9]+)")
@@ -257,6 +263,32 @@ def _unspecialized_stride_access(c: Call, k: KernelFacts) -> bool:
     return any(_multiplies(x, strides) for x in c.args)
 
 
+def _passed_as_literal_one(ln: Launch, k: KernelFacts) -> bool:
+    """Every launch of the kernel in its file passes the literal `1` (not `x.stride(1)`)
+    for one of its innermost runtime strides: the call site fixes the stride at 1."""
+    own = [x for x in k.launches if x.kernel == k.name]
+    if not own or ln not in own:
+        return False
+    index = {p.name: i for i, p in enumerate(k.params)}
+    for name in _runtime_strides(k):
+        if all(_argument(x, name, index[name]).strip() == "1" for x in own):
+            return True
+    return False
+
+
+def _argument(ln: Launch, name: str, position: int) -> str:
+    """What a launch passes for the parameter ``name`` at ``position`` ("" when unseen)."""
+    if name in ln.kwargs:
+        return ln.kwargs[name]
+    return ln.args[position] if position < len(ln.args) else ""
+
+
+#: The launcher passes `1` itself: the stride is a constant at the call, which Triton
+#: specialises on (an integer argument equal to 1 compiles as the constant 1).
+LITERAL_UNIT_STRIDE_LAUNCH = launches(
+    own=True, where=_passed_as_literal_one, name="unit-stride-passed-as-literal-1",
+    describe="every launch passes the literal `1` for the innermost stride (a constant at the call)")
+
 RUNTIME_INNER_STRIDE = any_of(
     calls_where("tl.make_block_ptr", where=_runtime_block_ptr, name="runtime-inner-stride-block-ptr",
                 describe="a block pointer whose fastest stride is a runtime parameter"),
@@ -288,7 +320,7 @@ SKELETON = Skeleton(
     summary="Pass the innermost stride as literal 1 / constexpr (drop runtime stride_*_d args) so loads vectorise.",
     category=Category.MEMORY,
     doc=__doc__,
-    present=UNIT_INNER_STRIDE & ~RUNTIME_INNER_STRIDE,
+    present=(UNIT_INNER_STRIDE & ~RUNTIME_INNER_STRIDE) | LITERAL_UNIT_STRIDE_LAUNCH,
     preconditions=[UNSPECIALIZED_INNER_STRIDE],
     subject=UNSPECIALIZED_INNER_STRIDE,
     env=Env(),

@@ -23,8 +23,8 @@ requests also mean fewer L1 tag lookups and fewer instructions for the rest of t
 
 ## Applies when
 - the kernel indexes a global pointer parameter (or a pointer derived from one, such as a
-  row pointer `input + row * d`) with an index that advances by one from one thread to the
-  next (`threadIdx.x`, `blockIdx.x * blockDim.x + threadIdx.x`, a loop variable starting
+  row pointer `input + row * d`; `x[i]`, `*(x + i)` or `__ldg(x + i)`) with an index that
+  advances by one from one thread to the next (`threadIdx.x`, `blockIdx.x * blockDim.x + threadIdx.x`, a loop variable starting
   there), so each thread could take 16 contiguous bytes instead;
 - it uses no vector types yet (`float2`, `__half2`, `__nv_bfloat162` already pack two
   elements; a kernel with those has chosen its width and is not flagged).
@@ -37,10 +37,20 @@ requests also mean fewer L1 tag lookups and fewer instructions for the rest of t
   there is nothing to pack;
 - the kernel is compute-bound or latency-bound on something else (a long dependent chain per
   element, tiny tensors where launch overhead dominates): wider loads will not show;
+- the kernel scatters: atomics, or stores at an index read from memory (a MoE
+  token-alignment kernel: `e = topk_ids[i]; pos = atomicAdd(&cumsum[e], 1); ids[pos] = i`).
+  Its coalesced 4-byte reads are not what it waits on, and an atomic's element is never
+  a vector access;
+- the kernel already moves 16 bytes through a helper: a `__device__` function of the file
+  that casts to `uint4`/`float4` (its facts are folded into the kernel), or a helper named
+  for it from another header (`load128`, `ld_global_128`, `st_128`, `store_vec`);
 - the kernel is the scalar fallback of a vectorized sibling (`*_scalar_kernel`, named for
   unaligned or odd-sized inputs): the scalar path is the point of it;
 - register pressure is already the limit: a `uint4` plus its unpacked elements costs
   registers and can lower occupancy.
+
+Already vectorized, the skeleton is suggested as a refinement when only the loads are: the
+kernel reads `uint4`s but writes each element with a scalar unit-stride store.
 
 ## References
 - CUDA C++ Programming Guide, "Device Memory Accesses" (global memory: naturally aligned
@@ -61,8 +71,8 @@ from typing import TYPE_CHECKING
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
-from skel.skeletons.patterns import params_where
-from skel.skeletons.predicates.cuda import unit_stride_accesses
+from skel.skeletons.patterns import absent, params_where
+from skel.skeletons.predicates.cuda import code, line_of, pointer_names, thread_linear_names, unit_stride_accesses
 
 if TYPE_CHECKING:
     from skel.kernels.model import KernelFacts, Param
@@ -78,6 +88,11 @@ NARROW_TYPES = re.compile(r"^(?:float2|int2|uint2|short4|ushort4|char4|uchar4|ch
 WIDE_PTX = re.compile(r"^ptx:(?:ld|st)\.[\w:.]*\.(?:v4\.[bsuf]32|v2\.[bsuf]64|v8\.[bsuf]16)\b")
 #: inline PTX with narrower vectors
 NARROW_PTX = re.compile(r"^ptx:(?:ld|st)\.[\w:.]*\.(?:v2\.[bsuf]32|v4\.[bsuf]16|v2\.[bsuf]16)\b")
+
+
+#: helpers named for a 16-byte access (`load128`, `ld_global_128`, `st_128`, `store_vec`,
+#: `ld_v4`): defined in another header, only the name says the width
+WIDE_HELPERS = re.compile(r"(?i)^(?:\w+::)*\w*(?:ld|st|load|store)\w*?(?:128|_v4|_vec\d*|16b?)$")
 
 
 def _type_words(text: str) -> list[str]:
@@ -105,7 +120,7 @@ def _narrow_typed(p: Param, k: KernelFacts) -> bool:
 
 
 def _wide(k: KernelFacts) -> list[int]:
-    return _named(k, WIDE_TYPES) + _named(k, WIDE_PTX)
+    return _named(k, WIDE_TYPES) + _named(k, WIDE_PTX) + [c.line for c in k.calls if WIDE_HELPERS.match(c.name)]
 
 
 def _narrow(k: KernelFacts) -> list[int]:
@@ -114,6 +129,71 @@ def _narrow(k: KernelFacts) -> list[int]:
 
 def _scalar_unit_stride(k: KernelFacts) -> list[int]:
     return [s.line for s in unit_stride_accesses(k)]
+
+
+def _data_indexed(k: KernelFacts) -> set[str]:
+    """Names holding a value read from memory or returned by an atomic (`e = topk_ids[i]`,
+    `pos = atomicAdd(&cumsum[e], 1)`): used as an index, they scatter."""
+    names: set[str] = set()
+    for _ in range(2):
+        for a in k.assigns:
+            if "[" in a.value or any(c.startswith("atomic") for c in a.calls) or set(a.names) & names:
+                names.update(re.findall(r"[A-Za-z_]\w*", a.targets[0])[:1] if a.targets else [])
+    return names
+
+
+def _scatters(k: KernelFacts) -> list[int]:
+    """Atomics and stores at an index read from memory (`atomicAdd(&cnt[expert], 1)`,
+    `sorted_ids[pos] = i`): a histogram or scatter kernel (MoE token alignment), whose cost
+    is the atomics and the scattered writes, not the coalesced reads feeding them."""
+    data = _data_indexed(k)
+    lines = [c.line for c in k.calls if c.name.startswith("atomic") and c.args
+             and set(re.findall(r"[A-Za-z_]\w*", c.args[0])) & data]
+    text = code(k)
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\[([^\]]*)\]\s*=(?!=)", text):
+        if set(re.findall(r"[A-Za-z_]\w*", m.group(2))) & data:
+            lines.append(line_of(k, text, m.start()))
+    return lines
+
+
+#: a 16-byte store: a cast to a non-const 16-byte pointer written through, a store helper
+#: named for 16 bytes, inline PTX `st...v4`, or a vector wrapper's `.store`
+_WIDE_STORE = re.compile(r"reinterpret_cast\s*<\s*(?!const\b)[\w:]*\b(?:float4|int4|uint4|double2|longlong2|"
+                         r"ulonglong2)\s*\*\s*>")
+
+
+def _wide_stores(k: KernelFacts) -> bool:
+    text = code(k)
+    return bool(_WIDE_STORE.search(text)) or any(
+        re.match(r"(?i)^(?:\w+::)*\w*(?:st|store)\w*?(?:128|_v4|_vec\d*|16b?)$", c.name)
+        or re.match(r"^ptx:st\.[\w:.]*\.(?:v4\.[bsuf]32|v2\.[bsuf]64|v8\.[bsuf]16)\b", c.name)
+        or c.name == ".store" for c in k.calls)
+
+
+def _per_thread_names(k: KernelFacts) -> set[str]:
+    """Names that differ from thread to thread, in any step (`v = blockIdx.x * blockDim.x +
+    threadIdx.x`, `i = v * 8 + j`), not read from memory."""
+    names = set(thread_linear_names(k))
+    for _ in range(3):
+        for a in k.assigns:
+            if "[" not in a.value and ("threadIdx" in a.value or set(a.names) & names):
+                names.update(re.findall(r"[A-Za-z_]\w*", a.targets[0])[:1] if a.targets else [])
+    return names
+
+
+def _scalar_element_stores(k: KernelFacts) -> list[int]:
+    """Scalar element stores to a global pointer at a per-thread index (`y[v * 8 + j] = ...`,
+    `out[i] = ...`), in a kernel with no 16-byte store: it reads 16 bytes at a time but
+    still writes one element per store."""
+    if _wide_stores(k):
+        return []
+    pointers, per_thread = pointer_names(k), _per_thread_names(k)
+    text = code(k)
+    lines = []
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\[([^\]]*)\]\s*(?:[-+*/|&^]?=)(?!=)", text):
+        if m.group(1) in pointers and set(re.findall(r"[A-Za-z_]\w*", m.group(2))) & per_thread:
+            lines.append(line_of(k, text, m.start()))
+    return lines
 
 
 #: the authors' own scalar path: a kernel named as the fallback for unaligned or odd-sized
@@ -125,7 +205,8 @@ def _named_fallback(k: KernelFacts) -> bool:
     return bool(_FALLBACK_NAME.search(k.name))
 
 
-WIDE_ACCESS = custom("wide-access", "16-byte vector types or `.v4` loads/stores (`uint4`, `float4`, `int4`)", _wide) | \
+WIDE_ACCESS = custom("wide-access", "16-byte vector types, `.v4` loads/stores or 16-byte load/store helpers "
+                     "(`uint4`, `float4`, `int4`, `load128`)", _wide) | \
     params_where(constexpr=False, where=_wide_typed, name="wide-params",
                  describe="16-byte vector pointer parameters (`const float4* x`)")
 NARROW_VECTORS = custom("narrow-vectors", "2-element vector types (`float2`, `__half2`, `__nv_bfloat162`)", _narrow) | \
@@ -139,6 +220,20 @@ SCALAR_UNIT_STRIDE = custom(
     "scalar loads/stores of a global pointer at an index moving by one per thread (`x[i]`, `i` from `threadIdx.x`)",
     _scalar_unit_stride)
 
+#: a scatter or histogram kernel: atomics, or stores at an index read from memory
+SCATTERS = custom("data-dependent-scatter",
+                  "atomics or stores at an index read from memory (`atomicAdd(&cnt[expert], 1)`, `ids[pos] = i`): "
+                  "a scatter kernel, bound by its atomics and scattered writes", _scatters)
+
+#: Present and complete: the stores are as wide as the loads. A kernel reading `uint4` but
+#: writing one element per thread still issues 8 (bf16) store instructions per vector.
+WIDE_STORES_TOO = absent(
+    custom("scalar-element-stores", "scalar element stores at a per-thread index (`y[v * 8 + j] = ...`) and no "
+           "16-byte store", _scalar_element_stores),
+    name="wide-stores-too",
+    describe="16-byte stores as well as loads (the kernel reads 16 bytes per thread but still writes one "
+    "element per thread: pack the results into a `uint4` and store it once)")
+
 SKELETON = Skeleton(
     id="vectorized-128bit-access",
     title="128-bit vectorized global loads and stores",
@@ -147,9 +242,10 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bvectori[sz]\w*", r"\b(128-?bit|16-?byte) (loads?|stores?|access\w*)", r"\b(float|u?int)4\b"),
     present=WIDE_ACCESS,
-    preconditions=[SCALAR_UNIT_STRIDE, ~NARROW_VECTORS, ~SCALAR_FALLBACK],
+    preconditions=[SCALAR_UNIT_STRIDE, ~NARROW_VECTORS, ~SCALAR_FALLBACK, ~SCATTERS],
     subject=SCALAR_UNIT_STRIDE,
     env=Env(backends=("cuda",)),
     helps=("memory",),
     languages=("cuda",),
+    refine=[WIDE_STORES_TOO],
 )

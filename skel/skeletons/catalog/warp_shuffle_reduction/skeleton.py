@@ -35,6 +35,11 @@ proceed instead of stalling behind them.
 - the kernel targets hardware whose warps are not 32 lanes (AMD wavefronts are 64: the
   masks and the number of steps change, use `__shfl_xor` with the wavefront size there);
 - only a few threads take part (a tree over 32 values or fewer is already one warp's work).
+A `__shfl_sync(mask, v, 0)` broadcast (lane 0 hands its value to the warp) is not a shuffle
+reduction: with no xor/down offsets and no accumulation, a kernel holding only that still
+reduces through its tree, and is suggested. Already using shuffles, the skeleton is
+suggested as a refinement when a shared-memory tree with a barrier per step is left beside
+them (the per-warp partials still combined by halving).
 
 ## References
 - CUDA C++ Programming Guide, "Warp Shuffle Functions" (`__shfl_sync`, `__shfl_down_sync`,
@@ -55,11 +60,11 @@ from typing import TYPE_CHECKING
 
 from skel.skeletons.base import Category, Env, Skeleton
 from skel.skeletons.conditions import custom
-from skel.skeletons.patterns import any_of, calls_where, names_where
+from skel.skeletons.patterns import absent, any_of, calls_where, names_where
 from skel.skeletons.predicates.cuda import HALVING, code, line_of, shared_arrays, sync_lines
 
 if TYPE_CHECKING:
-    from skel.kernels.model import Assign, KernelFacts, Loop
+    from skel.kernels.model import Assign, Call, KernelFacts, Loop
 
 #: warp-level exchange or reduction already in the kernel: shuffles (with or without the
 #: mask), the sm_80 `__reduce_*_sync`, cooperative groups' tile methods and `cg::reduce`,
@@ -134,8 +139,30 @@ def _combining_lines(k: KernelFacts, text: str, lp: Loop, shared: set[str], stri
     return out
 
 
+#: an indexed shuffle (`__shfl_sync(mask, v, src)`, `__shfl(v, src)`): a broadcast or a
+#: gather from one lane unless the source lane moves with an offset (`lane ^ o`, `lane + o`)
+_INDEXED_SHUFFLE = re.compile(r"^(?:__shfl(?:_sync)?|\.shfl)$")
+
+
+def _reducing_shuffle(c: Call, k: KernelFacts) -> bool:
+    """A shuffle that reduces: xor/down/up offsets, the `__reduce_*_sync` and group
+    reductions, or an indexed `__shfl_sync` whose source lane is an offset from the lane
+    (`lane ^ o`). `__shfl_sync(mask, v, 0)` broadcasts lane 0's value: no tree, no
+    accumulation."""
+    if not _INDEXED_SHUFFLE.match(c.name):
+        return True
+    src = c.args[-1] if c.args else ""
+    if c.name == "__shfl_sync" and len(c.args) >= 3:
+        src = c.args[2]
+    elif c.name in ("__shfl", ".shfl") and len(c.args) >= 2:
+        src = c.args[1]
+    return bool(re.search(r"[\^+-]", src))
+
+
 SHUFFLE_USED = any_of(
-    calls_where(like=SHUFFLES, name="shuffle-calls", describe="warp shuffle / reduce calls (`__shfl_xor_sync`)"),
+    calls_where(like=SHUFFLES, where=_reducing_shuffle, name="shuffle-calls",
+                describe="warp shuffle / reduce calls (`__shfl_xor_sync`; a broadcast `__shfl_sync(mask, v, 0)` "
+                "is not one)"),
     names_where(WARP_PRIMITIVE_TYPES, name="warp-reduce-types", describe="CUB warp/block reduce types"),
     name="warp-shuffle", describe="warp shuffles or warp/block reduce primitives (`__shfl_xor_sync`, "
     "`__shfl_down_sync`, `cub::WarpReduce`)")
@@ -144,6 +171,14 @@ SHARED_TREE = custom(
     "a `__shared__` reduction tree: a loop halving a stride with `__syncthreads()` inside, combining `red[tid]` "
     "with `red[tid + s]`",
     _tree_loops)
+
+#: Present and complete: no shared-memory tree left beside the shuffles. A kernel that
+#: reduces each warp with shuffles but still combines the per-warp partials (or a second
+#: reduction) with a halving loop and a barrier per step keeps those barriers.
+NO_TREE_LEFT = absent(
+    SHARED_TREE, name="no-shared-tree-left",
+    describe="no shared-memory tree left beside the shuffles (a halving loop with `__syncthreads()` per step "
+    "still combines partials: reduce the per-warp partials with shuffles too)")
 
 SKELETON = Skeleton(
     id="warp-shuffle-reduction",
@@ -158,4 +193,5 @@ SKELETON = Skeleton(
     env=Env(backends=("cuda",)),
     helps=("latency",),
     languages=("cuda",),
+    refine=[NO_TREE_LEFT],
 )
