@@ -195,7 +195,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
             bound: str | None = None, target: Target | None = None,
             profile: str | Path | None = None, why_not: tuple[str, ...] = (),
             shapes: tuple[str, ...] = (), workload: str | Path | None = None,
-            show_all: bool = False, threshold: float | None = None) -> list[KernelResult]:
+            show_all: bool = False, threshold: float | None = None, compile: bool = False) -> list[KernelResult]:
     """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
     store at ``store`` (see ``open_store``; without one, the catalog alone). ``profile`` is
     an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
@@ -203,7 +203,8 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     ``why_not``: skeleton ids each result explains, listed or not (``KernelResult.why_not``).
     ``shapes`` (``NAME=VALUE`` items) and ``workload`` (a file) give the sizes the kernel
     runs at (``skel.kernels.workload``; ``shapes`` win); ``show_all`` lists the suggestions
-    under the probability threshold too, marked; ``threshold`` replaces the model's."""
+    under the probability threshold too, marked; ``threshold`` replaces the model's;
+    ``compile`` compiles each Triton kernel offline (``skel.retriever.machine_check``)."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.retriever.suggest import suggest as rank
     from skel.skeletons.registry import get
@@ -219,7 +220,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     sizes = workload_of(shapes, workload)  # read before the store opens: a bad flag fails fast
     kb = _ranking_store(store)
     results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof, why_not=tuple(why_not),
-                   workload=sizes, show_all=show_all, threshold=threshold)
+                   workload=sizes, show_all=show_all, threshold=threshold, compile=compile)
     if kb is not None and not isinstance(kb, _snapshot_kb()):
         _write_snapshot(kb)  # the next process answers without opening chroma
     introduced = _history_of(kb)

@@ -353,9 +353,13 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0), metavar="P",
               help="The estimated probability of being right a suggestion needs to be listed (default: the "
               "shipped model's, or $SKEL_THRESHOLD). 0 lists every fitting technique.")
+@click.option("--compile", "compile_", is_flag=True,
+              help="Compile each Triton kernel for the target on the CPU (Triton's own compiler, no GPU): show "
+              "its registers, spills, occupancy, load widths and MMA kind, and drop a suggestion whose `skel apply` "
+              "rewrite compiles to the same machine code. About a second or more per kernel, cached.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
-            as_json, no_template, why_not, shapes, workload, show_all, threshold, store):
+            as_json, no_template, why_not, shapes, workload, show_all, threshold, compile_, store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -375,11 +379,11 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     if kernel_file == "-":
         results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
                                  profile=profile, why_not=why_not, shapes=shapes, workload=workload,
-                                 show_all=show_all, threshold=threshold)
+                                 show_all=show_all, threshold=threshold, compile=compile_)
     else:
         results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target,
                               profile=profile, why_not=why_not, shapes=shapes, workload=workload,
-                              show_all=show_all, threshold=threshold)
+                              show_all=show_all, threshold=threshold, compile=compile_)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))

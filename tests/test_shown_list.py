@@ -231,3 +231,62 @@ def test_a_missing_or_corrupt_model_shows_everything_and_says_so(tmp_path, monke
         calibration.model.cache_clear()
     assert r.suggestions and all(s.probability is None for s in r.suggestions)
     assert any("no calibration model shipped" in n for n in r.notes)
+
+
+# --- --compile: machine code, offline, and the no-op check ---------------------------------
+
+GEMM = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def launch(a, b, c):
+    M, K = a.shape
+    N = b.shape[1]
+    mm[(M // 64, N // 64)](a, b, c, M, N, K, BM=64, BN=64, BK=32)
+'''
+
+
+def test_compile_shows_machine_code_and_drops_a_rewrite_the_compiler_already_does(tmp_path, monkeypatch):
+    """`acc += tl.dot(a, b)` and `acc = tl.dot(a, b, acc)` compile to the same code: on a
+    Triton where its shipped run does not already rule it out (3.2), dot-acc-argument fits
+    and --compile finds the no-op itself, offline."""
+    pytest.importorskip("triton", reason="--compile needs Triton's compiler")
+    monkeypatch.setenv("SKEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = write(tmp_path / "gemm.py", GEMM)
+    plain = json.loads(run_skel("suggest", str(path), "--triton", "3.2.0", "--json").stdout)["kernels"][0]
+    assert "dot-acc-argument" in [s["id"] for s in plain["suggestions"]] and plain["machine"] is None
+    r = run_skel("suggest", str(path), "--triton", "3.2.0", "--json", "--compile")
+    assert r.returncode == 0, r.stderr
+    kern = json.loads(r.stdout)["kernels"][0]
+    assert kern["machine"]["mma"] in ("wgmma", "mma.sync") and kern["machine"]["registers"] > 0
+    assert "dot-acc-argument" not in [s["id"] for s in kern["suggestions"]]
+    (noop,) = [d for d in kern["no_op"] if d["id"] == "dot-acc-argument"]
+    assert "same machine code" in noop["reason"]
+    text = run_skel("suggest", str(path), "--triton", "3.2.0", "--compile", "--no-template").stdout
+    assert "  machine code: " in text and "mma " in text and "  no-op here: dot-acc-argument" in text
+
+
+def test_compile_says_why_when_a_kernel_does_not_compile(tmp_path, monkeypatch):
+    pytest.importorskip("triton", reason="--compile needs Triton's compiler")
+    monkeypatch.setenv("SKEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = write(tmp_path / "bad.py", ROW_SCALE.replace("x * 2.0", "tl.no_such_op(x)"))
+    r = run_skel("suggest", str(path), "--compile", "--json")
+    kern = json.loads(r.stdout)["kernels"][0]
+    assert kern["machine"] is None
+    assert any(n.startswith("--compile: row_scale does not compile offline here") for n in kern["notes"])

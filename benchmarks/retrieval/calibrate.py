@@ -15,8 +15,8 @@ calibration is checked on them, per bin of predicted probability (observed rate 
 of the mean prediction), and printed as a curve. The per-skeleton rates of the fit's own
 rows are cross-fitted (five folds by kernel) so the fit does not see a pair's own verdict
 in its skeleton feature. The threshold is the lowest at which the fit's cross-fitted
-predictions give a shown-list precision of at least ``TARGET`` (when none does, the one
-with the best precision over at least ``MIN_SHOWN`` pairs); the held-out precision and
+predictions give a shown-list precision of at least ``TARGET`` (when none does, the lowest
+within one standard error of the best precision over at least ``MIN_SHOWN`` pairs); the held-out precision and
 coverage at it are printed beside.
 
 Writes ``skel/data/calibration.json``; each run is logged in ``calibration_runs.md``.
@@ -179,9 +179,14 @@ def fit(cache: Path) -> int:
     grid = [round(0.05 * i, 2) for i in range(2, 19)]
     table = [shown_at(cf, cf_probs, t) for t in grid]
     ok = [row for row in table if row["precision"] is not None and row["precision"] >= TARGET]
-    # none reaches the target: the threshold of the best precision over at least MIN_SHOWN pairs
-    best = max((row for row in table if row["pairs"] >= MIN_SHOWN), key=lambda row: (row["precision"], row["pairs"]))
-    threshold = ok[0]["threshold"] if ok else best["threshold"]
+    # none reaches the target: the lowest threshold whose precision is within one standard error
+    # of the best over at least MIN_SHOWN pairs (the one-SE rule: precisions that close are not
+    # told apart by the verdicts we have, and the lower threshold answers for more kernels)
+    counted = [row for row in table if row["pairs"] >= MIN_SHOWN]
+    best = max(counted, key=lambda row: (row["precision"], row["pairs"]))
+    se = math.sqrt(best["precision"] * (1 - best["precision"]) / best["pairs"])
+    within = [row for row in counted if row["precision"] >= best["precision"] - se]
+    threshold = ok[0]["threshold"] if ok else min(row["threshold"] for row in within)
     held_x = _with_rates(held, judged, pooled)
     held_probs = [_predict(weights, r["x"]) for r in held_x]
     check = curve(list(zip(held_probs, [r["correct"] for r in held_x])))
@@ -194,7 +199,8 @@ def fit(cache: Path) -> int:
         print(f"  t={row['threshold']:.2f}  shown {row['pairs']:4d}  precision {row['precision']}  kernels with one "
               f"{row['kernels_with_one']}/{row['kernels']}")
     print(f"threshold: {threshold} (" + (f"lowest with cross-fitted precision >= {TARGET})" if ok else
-          f"none reaches {TARGET}: the best precision over at least {MIN_SHOWN} pairs)"))
+          f"none reaches {TARGET}: the lowest within one standard error ({se:.3f}) of the best precision, "
+          f"{best['precision']} at {best['threshold']}, over at least {MIN_SHOWN} pairs)"))
     _print_curve("calibration on the held-out draws:", check)
     print(f"held-out shown list at {threshold}: {json.dumps(at)}")
     MODEL.write_text(json.dumps({

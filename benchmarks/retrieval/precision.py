@@ -93,10 +93,15 @@ def _paths(name: str) -> tuple[Path, Path, str]:
             f"{SEED}:{name}")
 
 
-def sample(cache: Path, name: str = "") -> int:
+def sample(cache: Path, name: str = "", kernels: int = KERNELS) -> int:
     from skel.embed import default_embedder
     from skel.retriever.suggest import suggest_for
+    from skel.skeletons.base import Target
     from skel.store.knowledge import KnowledgeBase
+
+    # draws after fresh18 are ranked as the judges of issue #35 ran skel (`--arch sm90 --backend
+    # cuda --triton 3.6.0`) and show what a user sees: the list over the probability threshold
+    target = None if name in DRAWS else Target(backend="cuda", cc=90, triton="3.6.0")
 
     pairs_file, judge_view, seed = _paths(name)
     kb = KnowledgeBase.open(str(cache / "store-commits"), create=False)
@@ -107,20 +112,29 @@ def sample(cache: Path, name: str = "") -> int:
         if name:  # a later draw never repeats a kernel of an earlier one (their verdicts were read)
             earlier = {p["kernel"] for n in _earlier(name) for p in json.loads(_paths(n)[0].read_text())}
             found = [(path, kf) for path, kf in found if f"{pkg}=={version}:{path}:{kf.name}" not in earlier]
-        chosen = random.Random(f"{seed}:{pkg}").sample(found, min(KERNELS, len(found)))
+        chosen = random.Random(f"{seed}:{pkg}").sample(found, min(kernels, len(found)))
         print(f"{pkg} {version}: {len(found)} kernels, {len(chosen)} sampled", flush=True)
         for path, kf in sorted(chosen, key=lambda t: (t[0], t[1].name)):
-            res = suggest_for(kf, kb, k=5, embedder=embedder)
+            # new draws: the top 5 of every fitting technique, each marked with its probability and
+            # whether the default list shows it: the judge sees neither (the judge view leaves them
+            # out), and the verdicts give both the shown list's precision and a calibration check
+            res = suggest_for(kf, kb, k=5, embedder=embedder, target=target, show_all=target is not None)
+            if not res.suggestions and target is not None:  # a kernel with nothing listed counts too
+                pairs.append({"kernel": f"{pkg}=={version}:{path}:{kf.name}", "skeleton": None, "rank": 0,
+                              "kind": None, "missing": [], "why": [], "source": kf.source})
             for rank, s in enumerate(res.suggestions, 1):
+                extra = ({"probability": s.probability, "shown": not s.below_threshold}
+                         if target is not None else {})
                 pairs.append({"kernel": f"{pkg}=={version}:{path}:{kf.name}", "skeleton": s.id, "rank": rank,
                               "kind": s.kind, "missing": list(s.missing),
                               "why": [str(w) for w in getattr(s, "why", [])][:6],
-                              "source": kf.source})
+                              "source": kf.source, **extra})
     judge_view.parent.mkdir(parents=True, exist_ok=True)
-    judge_view.write_text(json.dumps(pairs, indent=1))
+    judge_view.write_text(json.dumps([{k: v for k, v in p.items() if k not in ("probability", "shown")}
+                                      for p in pairs], indent=1))
     pairs_file.write_text(json.dumps([{k: v for k, v in p.items() if k not in ("source", "why")} for p in pairs],
                                      indent=1))
-    print(f"{len(pairs)} pairs from {2 * KERNELS} kernels -> {pairs_file.relative_to(ROOT)} "
+    print(f"{len(pairs)} pairs from {2 * kernels} kernels -> {pairs_file.relative_to(ROOT)} "
           f"(with sources, to judge: {judge_view})")
     return 0
 
@@ -165,7 +179,11 @@ def report_by(by: str, names: list[str]) -> int:
 
 
 def report(name: str = "", second: str = "") -> int:
-    pairs = json.loads(_paths(name)[0].read_text())
+    drawn = json.loads(_paths(name)[0].read_text())
+    # draws after fresh18 also list the kernels that got nothing shown (skeleton None)
+    pairs = [p for p in drawn if p["skeleton"] is not None]
+    kernels = {p["kernel"] for p in drawn}
+    print(f"kernels drawn: {len(kernels)}; with a shown suggestion: {len({p['kernel'] for p in pairs})}")
     verdicts = {(v["kernel"], v["skeleton"]): v for v in json.loads(VERDICTS.read_text())["verdicts"]} \
         if VERDICTS.is_file() else {}
     if second:  # another judge's verdicts on the same draw: its precision, and how often the two agree
@@ -178,6 +196,8 @@ def report(name: str = "", second: str = "") -> int:
               f"{theirs.count(None)} unjudged" + (f"; precision@5 {c / (c + i):.3f}" if c + i else ""))
         print(f"  agreement with precision.json: {same} of {len(pairs)} pairs")
     got = [verdicts.get((p["kernel"], p["skeleton"]), {}).get("verdict") for p in pairs]
+    if any("shown" in p for p in pairs):  # a draw of the calibrated list: shown list, and the curve
+        _calibrated_report(drawn, pairs, got)
     correct, incorrect, unclear = got.count("correct"), got.count("incorrect"), got.count("unclear")
     unjudged = [(p["kernel"], p["skeleton"]) for p, v in zip(pairs, got) if v is None]
     for pkg, _ in PACKAGES:
@@ -195,6 +215,24 @@ def report(name: str = "", second: str = "") -> int:
     for k, s in unjudged:
         print(f"  unjudged: {k}  {s}")
     return 1 if unjudged else 0
+
+
+def _calibrated_report(drawn: list[dict], pairs: list[dict], got: list) -> None:
+    """Precision of the list skel shows by default (probability over the threshold), the
+    share of kernels it answers, and how the probabilities compare with the verdicts."""
+    from benchmarks.retrieval.calibrate import curve
+
+    kernels = {p["kernel"] for p in drawn}
+    shown = [(p, v) for p, v in zip(pairs, got) if p["shown"]]
+    c, i = sum(v == "correct" for _, v in shown), sum(v == "incorrect" for _, v in shown)
+    print(f"shown list (over the threshold): {len(shown)} pairs, {c} correct, {i} incorrect"
+          + (f", precision {c / (c + i):.3f}" if c + i else "") + f"; kernels with one shown: "
+          f"{len({p['kernel'] for p, _ in shown})}/{len(kernels)}")
+    judged = [(p["probability"], v == "correct") for p, v in zip(pairs, got) if v in ("correct", "incorrect")]
+    print("calibration on this draw (every listed pair, top 5):")
+    for b in curve(judged):
+        print(f"  {b['bin']:9} n={b['n']:3d} predicted {b['predicted']:.3f} observed {b['observed']:.3f}"
+              f"  {'within 0.1' if b['within_0.1'] else 'OFF'}")
 
 
 def track_record(verdicts: list[dict] | None = None) -> dict:
@@ -278,6 +316,7 @@ if __name__ == "__main__":
                          "samples named by --samples")
     ap.add_argument("--samples", default="", help="with --by or rescore: comma-separated sample names "
                                                   "('' = the first)")
+    ap.add_argument("--kernels", type=int, default=KERNELS, help="sample: kernels drawn per package")
     ap.add_argument("--json", default="", help="rescore: write today's pairs with their verdicts to this file")
     ap.add_argument("--second", default="", help="report: another judge's verdicts on the same draw (a JSON "
                                                  "list of kernel/skeleton/verdict): its precision and the agreement")
@@ -288,4 +327,6 @@ if __name__ == "__main__":
         sys.exit(write_track_record())
     if args.command == "rescore":
         sys.exit(rescore(repos.DEFAULT_CACHE, args.samples.split(","), args.json))
-    sys.exit(sample(repos.DEFAULT_CACHE, args.sample) if args.command == "sample" else report(args.sample, args.second))
+    if args.command == "sample":
+        sys.exit(sample(repos.DEFAULT_CACHE, args.sample, args.kernels))
+    sys.exit(report(args.sample, args.second))

@@ -8,19 +8,21 @@ The repositories (``REPOS``, pinned commits) are in no benchmark of skel (``case
 the precision draws), cited by no skeleton, and were never read while changing the ranking.
 ``sample`` draws ``TRITON`` Triton kernels and ``CUDA`` CUDA kernels per repository with a
 seed from the draw's name, ranks each as a user would (``skel suggest`` at the judges'
-target: sm_90, CUDA, Triton 3.6; no sizes, the default threshold, no store), and writes:
+target: sm_90, CUDA, Triton 3.6; no sizes; the default store), and writes:
 
-- ``unseen_pairs_<name>.json`` (committed): each kernel, what was shown, what was named
-  conditional — ids and kinds only;
+- ``unseen_pairs_<name>.json`` (committed): each kernel, its listed suggestions (ids, kinds,
+  probabilities, shown or held back), what was named conditional;
 - the judge view, in the cache (never committed: it quotes the repositories' code paths):
   the same with each shown suggestion's title, summary, why-lines and template, and where
   the kernel is in the unpacked repository. No score and no probability: the judge sees
   what a user would act on, not how sure skel is.
 
-A judge fills ``unseen_verdicts_<name>.json``: per shown pair ``correct`` / ``incorrect`` /
+A judge fills ``unseen_verdicts_<name>.json``: per listed pair ``correct`` / ``incorrect`` /
 ``unclear`` with a one-line reason, and per kernel the optimisation an expert would try
-first (``first_idea``: a skeleton id from `skel skeletons list`, or a few words) and whether
-one shown suggestion is it. ``report`` prints precision of the shown list, the share of
+first (``first_idea``: a skeleton id from `skel skeletons list`, or a few words). The judge
+sees every fitting technique's top 5 (``--all``), not which of them the default list shows:
+the verdicts give the shown list's precision and a calibration check at once.
+``report`` prints precision of the shown list, the share of
 kernels with a shown suggestion, and how often the first idea is among them; each report is
 appended to ``unseen_runs.md``.
 """
@@ -47,6 +49,7 @@ REPOS = {
     "hpcaitech/ColossalAI": "4f9953be3",
 }
 TRITON, CUDA = 5, 2
+CODE = (".py", ".cu", ".cuh", ".h", ".hpp", ".cpp")
 TARGET = ("cuda", 90, "3.6.0")
 
 
@@ -58,8 +61,16 @@ def _tree(repo: str, commit: str, cache: Path) -> Path:
         git = repos.MIRRORS / repo.replace("/", "+") / "repo"
         if not git.is_dir():
             git = repos.ensure(repo, cache)
-        archive = subprocess.run(["git", "-C", str(git), "archive", commit], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        # code files only, one by one: a snapshot may lack large binary blobs (images), which
+        # `git archive` refuses, and kernels are in these files
+        names = subprocess.run(["git", "-C", str(git), "ls-tree", "-r", "--name-only", commit], check=True,
+                               capture_output=True, text=True).stdout.splitlines()
+        for name in names:
+            if Path(name).suffix in CODE:
+                blob = subprocess.run(["git", "-C", str(git), "show", f"{commit}:{name}"], capture_output=True)
+                if blob.returncode == 0:
+                    (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                    (dest / name).write_bytes(blob.stdout)
         (dest / ".done").write_text(commit)
     return dest
 
@@ -102,20 +113,23 @@ def sample(name: str, cache: Path) -> int:
         chosen = rng.sample(triton, min(TRITON, len(triton))) + rng.sample(cuda, min(CUDA, len(cuda)))
         print(f"{repo}@{commit}: {len(triton)} Triton and {len(cuda)} CUDA kernels, {len(chosen)} drawn", flush=True)
         for rel, kf in sorted(chosen, key=lambda t: (t[0], t[1].name)):
-            (r,) = api.suggest(root / rel, kernel=kf.name, target=target)
+            # every fitting technique's top 5, each with its probability and whether the default
+            # list shows it; the judge view has neither
+            (r,) = api.suggest(root / rel, kernel=kf.name, target=target, show_all=True)
             key = f"{repo}@{commit}:{rel}:{kf.name}"
-            shown = [{"skeleton": s.id, "kind": s.kind} for s in r.suggestions]
-            pairs.append({"kernel": key, "shown": shown, "conditional": [d["id"] for d in r.conditional]})
+            listed = [{"skeleton": s.id, "kind": s.kind, "probability": s.probability,
+                       "shown": not s.below_threshold} for s in r.suggestions]
+            pairs.append({"kernel": key, "listed": listed, "conditional": [d["id"] for d in r.conditional]})
             view.append({"kernel": key, "file": str(root / rel), "lines": [r.line_start, r.line_end],
-                         "shown": [{"skeleton": s.id, "kind": s.kind, "title": s.title,
+                         "suggestions": [{"skeleton": s.id, "kind": s.kind, "title": s.title,
                                     "summary": registry.get(s.id).summary, "why": s.why, "missing": s.missing,
                                     "before": s.before, "after": s.after} for s in r.suggestions],
                          "conditional": r.conditional})
     (HERE / f"unseen_pairs_{name}.json").write_text(json.dumps(pairs, indent=1) + "\n")
     judge = repos.DEFAULT_CACHE / f"unseen_judge_{name}.json"
     judge.write_text(json.dumps(view, indent=1))
-    n = sum(len(p["shown"]) for p in pairs)
-    print(f"{len(pairs)} kernels, {n} shown pairs -> {(HERE / f'unseen_pairs_{name}.json').name}; judge view: {judge}")
+    n = sum(len(p["listed"]) for p in pairs)
+    print(f"{len(pairs)} kernels, {n} listed pairs -> {(HERE / f'unseen_pairs_{name}.json').name}; judge view: {judge}")
     return 0
 
 
@@ -124,16 +138,31 @@ def report(name: str, note: str = "") -> int:
     verdicts = json.loads((HERE / f"unseen_verdicts_{name}.json").read_text())
     by_pair = {(v["kernel"], v["skeleton"]): v["verdict"] for v in verdicts["pairs"]}
     first = {v["kernel"]: v for v in verdicts["kernels"]}
-    got = [by_pair.get((p["kernel"], s["skeleton"]), "unjudged") for p in pairs for s in p["shown"]]
-    c, i, u = got.count("correct"), got.count("incorrect"), got.count("unclear")
-    with_one = sum(1 for p in pairs if p["shown"])
-    idea = sum(1 for p in pairs if first.get(p["kernel"], {}).get("among_shown"))
-    line = (f"{len(pairs)} kernels from {len({p['kernel'].split('@')[0] for p in pairs})} repositories; "
-            f"{len(got)} shown pairs: {c} correct, {i} incorrect, {u} unclear, {got.count('unjudged')} unjudged; "
-            f"precision {c / (c + i):.3f}" if c + i else "precision n/a")
-    line += (f"; kernels with a shown suggestion {with_one}/{len(pairs)}; expert's first idea among them "
-             f"{idea}/{len(pairs)}")
+    from benchmarks.retrieval.calibrate import curve
+
+    def tally(which: list[tuple[dict, dict]]) -> str:
+        got = [by_pair.get((p["kernel"], s["skeleton"]), "unjudged") for p, s in which]
+        c, i = got.count("correct"), got.count("incorrect")
+        return (f"{len(got)} pairs: {c} correct, {i} incorrect, {got.count('unclear')} unclear, "
+                f"{got.count('unjudged')} unjudged; precision " + (f"{c / (c + i):.3f}" if c + i else "n/a"))
+
+    listed = [(p, s) for p in pairs for s in p["listed"]]
+    shown = [(p, s) for p, s in listed if s["shown"]]
+    with_one = {p["kernel"] for p, _ in shown}
+    # the expert's first idea is among the shown suggestions (the judge names it per kernel)
+    idea = sum(1 for p in pairs if first.get(p["kernel"], {}).get("first_idea") in
+               {s["skeleton"] for s in p["listed"] if s["shown"]})
+    line = (f"{len(pairs)} kernels from {len({p['kernel'].split('@')[0] for p in pairs})} repositories. "
+            f"Shown list: {tally(shown)}; kernels with a shown suggestion {len(with_one)}/{len(pairs)}; "
+            f"expert's first idea among them {idea}/{len(pairs)}. Every listed pair (top 5, threshold 0): "
+            f"{tally(listed)}")
     print(line)
+    judged = [(s["probability"], by_pair[(p["kernel"], s["skeleton"])] == "correct") for p, s in listed
+              if by_pair.get((p["kernel"], s["skeleton"])) in ("correct", "incorrect")]
+    print("calibration on this draw (every listed pair):")
+    for b in curve(judged):
+        print(f"  {b['bin']:9} n={b['n']:3d} predicted {b['predicted']:.3f} observed {b['observed']:.3f}"
+              f"  {'within 0.1' if b['within_0.1'] else 'OFF'}")
     with LOG.open("a") as fh:
         fh.write(f"\n## {time.strftime('%Y-%m-%d %H:%M')} — `python -m benchmarks.retrieval.unseen report --name "
                  f"{name}`\n\n{line}. Judged by: {verdicts.get('judged_by', '?')}. {note}\n")

@@ -17,12 +17,22 @@ def _dropped_lines(r: KernelResult) -> list[str]:
              for d in r.dropped] + [f"  ruled out by evidence: {d['id']} — {d['status']} here: {d['line']}"
                                     for d in r.ruled_out_by_evidence]
             + [f"  does not pay here: {d['id']} — {d['reason']}" for d in r.not_paying]
+            + [f"  no-op here: {d['id']} — {d['reason']}" for d in r.no_op]
             + [f"  conditional: {d['id']} — {d['reason']}" + (f"; give {d['needs']}" if d["needs"] else "")
                for d in r.conditional]
             + ([f"  held back (probability of being right under {r.threshold:.2f}; --all lists them): "
                 + ", ".join(f"{d['id']} ({d['probability']:.2f})" for d in r.held_back)]
                if r.held_back and r.threshold is not None and not any(s.below_threshold for s in r.suggestions)
                else []))
+
+
+def machine_line(m: dict) -> str:
+    """`--compile`'s facts in one line."""
+    occ = m["occupancy"]
+    line = (f"{m['registers']} registers, {m['spilled_bytes']} B spilled, {m['shared_bytes']} B shared, "
+            f"{m['num_warps']} warps: {occ['fraction']:.0%} occupancy ({occ['limited_by']}); widest load "
+            f"{m['widest_load_bytes']} B, store {m['widest_store_bytes']} B; mma {m['mma']}; {m['mufu']} MUFU ops")
+    return line + (f" (assumed: {'; '.join(m['assumed'])})" if m["assumed"] else "")
 
 
 def _likelihood(s: Suggestion) -> str:
@@ -95,6 +105,8 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
                        f"{r.store_kernels} mined kernels in the knowledge base")
             if r.workload:
                 out.append(f"  sizes: {r.workload}")
+            if r.machine:
+                out.append(f"  machine code: {machine_line(r.machine)}")
             if r.present:
                 out.append(f"  already uses: {', '.join(r.present)}")
             for note in r.notes:
@@ -155,6 +167,9 @@ def markdown(results: list[KernelResult]) -> str:
         out.extend(f"> ruled out by evidence: `{d['id']}` ({d['status']} here): {d['line']}"
                    for d in r.ruled_out_by_evidence)
         out.extend(f"> does not pay here: `{d['id']}`: {d['reason']}" for d in r.not_paying)
+        out.extend(f"> no-op here: `{d['id']}`: {d['reason']}" for d in r.no_op)
+        if r.machine:
+            out.append(f"> machine code: {machine_line(r.machine)}")
         out.extend(f"> conditional: `{d['id']}`: {d['reason']}" + (f"; give `{d['needs']}`" if d["needs"] else "")
                    for d in r.conditional)
         if r.held_back and r.threshold is not None and not any(s.below_threshold for s in r.suggestions):

@@ -192,6 +192,10 @@ class KernelResult:
     workload: str = ""
     # the probability a suggestion needs to be shown (``skel.retriever.calibration``)
     threshold: float | None = None
+    # `--compile`: the kernel's machine code, compiled offline (``skel.retriever.machine_check``),
+    # and the suggestions whose mechanical rewrite compiles to the same code: {"id", "reason"}
+    machine: dict | None = None
+    no_op: list[dict] = field(default_factory=list)
     # what --profile said about this kernel (skel.retriever.profile.Bottleneck.to_dict), if given
     profile: dict | None = None
     # `--why-not ID`: for each skeleton asked about, why it is or is not in the list (`explain`)
@@ -302,7 +306,7 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             exclude_runs: Callable[[Verification], bool] | None = None,
             profile: Profile | None = None, why_not: tuple[str, ...] = (),
             workload: Workload | None = None, show_all: bool = False,
-            threshold: float | None = None) -> list[KernelResult]:
+            threshold: float | None = None, compile: bool = False) -> list[KernelResult]:
     """Suggestions for every kernel of ``path`` (or only ``kernel``). ``why_not``: skeleton
     ids whose verdict each result explains (``explain``). With a ``profile``
     (``skel.retriever.profile.read_profile``) each kernel's bound is what the profile says
@@ -310,7 +314,8 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
     one it cannot classify, is ranked on its code alone. Either way a note says so.
     ``workload``: the sizes given (``--shape``, ``--workload``); ``show_all``: list the
     suggestions under the probability threshold too; ``threshold`` replaces the model's
-    (``suggest_for``)."""
+    (``suggest_for``). ``compile``: compile each Triton kernel offline, show its machine-code
+    facts and drop suggestions whose rewrite compiles to the same code (``machine_check``)."""
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
@@ -325,6 +330,11 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
         chosen = bound if bound is not None or reading is None else reading.bound
         r = suggest_for(kf, kb, k=k, bound=chosen, target=target, embedder=embedder, exclude_runs=exclude_runs,
                         workload=workload, show_all=show_all, threshold=threshold)
+        if compile and kf.language == "triton":
+            from skel.retriever import machine_check  # its compiler side loads only for --compile
+
+            sizes = (workload or Workload()).merged(from_launches(kf))
+            machine_check.check(kf, r, sizes, (target.cc if target and target.cc else 90))
         if profile is not None:
             r.notes.insert(0, reading.note(bound) if reading else profile.missing_note(kf.name))
             r.profile = reading.to_dict() if reading else None
