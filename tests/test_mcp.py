@@ -18,7 +18,7 @@ from skel.store.evidence import track_records
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-TOOLS = {"suggest", "show", "search", "list", "verify"}
+TOOLS = {"suggest", "show", "search", "list", "verify", "apply"}
 NO_MATCH = """\
 import triton
 import triton.language as tl
@@ -223,6 +223,29 @@ def test_http_lists_and_calls(tree):
             e = error_of(await s.call_tool("show", {"skeleton_id": "nope"}))
             assert e["kind"] == "not-found"
     anyio.run(main)
+
+
+def test_apply_returns_the_candidate_and_writes_nothing(tree):
+    """The `apply` tool is `skel apply` for agents: the rewritten file and its diff come back;
+    a skeleton without a codemod, or a technique already there, is an error saying which."""
+    before = sorted(p.name for p in tree.iterdir())
+
+    async def main():
+        async with stdio_session(*serve_args(tree), cwd=tree) as s:
+            r = await s.call_tool("apply", {"skeleton_id": "int64-offsets", "kernel": "row_softmax_kernel",
+                                            "path": "kernel.py"})
+            assert not r.is_error, r.content
+            d = r.structured_content
+            assert d["schema"] == "skel.apply/1" and d["changed_lines"]
+            assert ".to(tl.int64)" in d["source"] and "+" in d["diff"] and "kernel.py" in d["diff"]
+            again = await s.call_tool("apply", {"skeleton_id": "int64-offsets", "kernel": "row_softmax_kernel",
+                                                "source": d["source"]})
+            assert "already present" in error_of(again)["message"]
+            none = await s.call_tool("apply", {"skeleton_id": "online-softmax", "kernel": "row_softmax_kernel",
+                                               "path": "kernel.py"})
+            assert "no mechanical codemod" in error_of(none)["message"]
+    anyio.run(main)
+    assert sorted(p.name for p in tree.iterdir()) == before
 
 
 def test_serve_refuses_remote_hosts_and_bad_roots(tmp_path):

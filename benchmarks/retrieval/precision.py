@@ -77,7 +77,7 @@ def kernels_of(pkg: str, version: str, cache: Path) -> list:
 #: the named draws in the order they were made: each excludes the kernels of those before it,
 #: so any of them can be drawn again identically; a new name excludes all of these
 DRAWS = ("", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11",
-         "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18")
+         "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19")
 
 
 def _earlier(name: str) -> list[str]:
@@ -183,7 +183,7 @@ def report(name: str = "", second: str = "") -> int:
     # draws after fresh18 also list the kernels that got nothing shown (skeleton None)
     pairs = [p for p in drawn if p["skeleton"] is not None]
     kernels = {p["kernel"] for p in drawn}
-    print(f"kernels drawn: {len(kernels)}; with a shown suggestion: {len({p['kernel'] for p in pairs})}")
+    print(f"kernels drawn: {len(kernels)}; with a listed suggestion: {len({p['kernel'] for p in pairs})}")
     verdicts = {(v["kernel"], v["skeleton"]): v for v in json.loads(VERDICTS.read_text())["verdicts"]} \
         if VERDICTS.is_file() else {}
     if second:  # another judge's verdicts on the same draw: its precision, and how often the two agree

@@ -113,7 +113,8 @@ def log_run(rows: list[dict], args, n_cases: int) -> None:
     line = (f"| {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} | {skel_commit()} | {n_cases} | "
             f"{s['R@1']:.3f} / {s['R@3']:.3f} / {s['R@5']:.3f} / {s['MRR']:.3f} | "
             f"{b['R@5']:.3f} | {by['embed']['R@5']:.3f} | "
-            f"{'' if args.threshold is None else f'threshold {args.threshold}: '}{args.note or ''} "
+            f"{'' if args.threshold is None else f'threshold {args.threshold}: '}"
+            f"{'no store: ' if args.no_store else ''}{args.note or ''} "
             f"[ceiling R@1 {by['ceiling']['R@1']:.3f}, R@5 {by['ceiling']['R@5']:.3f}] |\n")
     if not RUNS.is_file():
         RUNS.write_text("# Runs of the clean benchmark's test split\n\n"
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", type=Path, help="also write the per-case results here")
     ap.add_argument("--misses", action="store_true", help="print every miss with its reason")
     ap.add_argument("--note", help="why this test run (goes into runs.md)")
+    ap.add_argument("--no-store", action="store_true",
+                    help="rank with the catalog alone, no mined store (does the store earn its place?)")
     ap.add_argument("--threshold", type=float, default=None,
                     help="the probability a suggestion needs to be listed (default: the shipped model's, as "
                          "`skel suggest` shows; 0: every fitting technique, as --all)")
@@ -185,8 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             repos.settle_backends(repos.ensure(c["repo"], args.cache), c["parent"], c["path"], [kf])
         source = c["repo"].split("/")[1].lower()
         exclude = {"$or": [{"source": {"$ne": source}}, {"file": {"$ne": c["path"]}}]}
-        res = suggest_for(kf, kb, k=len(skeletons), embedder=query_embedder, exclude=exclude,
-                          threshold=args.threshold)
+        # --no-store: the catalog alone ranks (the store still gives the baselines their counts)
+        res = suggest_for(kf, None if args.no_store else kb, k=len(skeletons), embedder=query_embedder,
+                          exclude=exclude, threshold=args.threshold)
         ranked = [s.id for s in res.suggestions]
         # a case labelled only with techniques outside the catalog still counts (as a miss):
         # its expected list is its labels, catalog or not

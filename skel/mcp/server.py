@@ -130,6 +130,22 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         return _answer(tools.show, svc, skeleton_id, backend=backend, arch=arch, triton=triton)
 
     @server.tool(annotations=read_only)
+    def apply(
+        skeleton_id: Annotated[str, Field(description="A skeleton id with a mechanical codemod, e.g. int64-offsets, "
+                                          "exp2-log2e-folding, do-not-specialize (see `list`).")],
+        kernel: Annotated[str, Field(description="The @triton.jit kernel to rewrite.")],
+        path: Annotated[str | None, Field(description="Kernel file under the server's roots. Give this or "
+                                          "`source`.")] = None,
+        source: Annotated[str | None, Field(description="The file's source text, when it is not in a file.")] = None,
+    ) -> CallToolResult:
+        """Apply a skeleton to one Triton kernel mechanically (the same codemod as `skel apply`)
+        and return the candidate: the whole rewritten file (`source`), the lines changed and a
+        unified diff. Nothing is written. A skeleton without a codemod, a technique already
+        present, or nothing to rewrite is a tool error saying which. Next step: write the
+        candidate to a file and call `verify` with it."""
+        return _answer(tools.apply, svc, skeleton_id, kernel, path=path, source=source)
+
+    @server.tool(annotations=read_only)
     def search(
         query: Annotated[str, Field(description="A few words, e.g. 'softmax single pass', 'split-k', 'fp8 "
                                     "scaling', or a skeleton id.")],

@@ -102,6 +102,28 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
     return Reply(data, text)
 
 
+def apply(svc: Service, skeleton_id: str, kernel: str, *, path: str | None = None,
+          source: str | None = None) -> Reply:
+    """`skel apply` for agents: the candidate comes back; nothing is written."""
+    if bool(path) == bool(source):
+        raise UsageError("give exactly one of path (a file under the server's roots) or source (the file's text)")
+    with svc.lock, tempfile.TemporaryDirectory(prefix="skel-mcp-") as tmp:
+        if path:
+            file, shown = svc.roots.file(path), path
+        else:
+            assert source is not None
+            shown = LANGUAGE_FILE["triton"]
+            file = Path(tmp) / shown
+            file.write_text(svc.roots.text(source), encoding="utf-8")
+        applied = api.apply_skeleton(skeleton_id, file, kernel)
+    diff = applied.diff().replace(str(file), shown)
+    data = {"schema": "skel.apply/1", "skeleton": applied.skeleton, "kernel": applied.kernel, "path": shown,
+            "changed_lines": applied.changed_lines, "source": applied.source, "diff": diff}
+    return Reply(data, f"`{applied.skeleton}` applied to `{kernel}` in `{shown}` (lines "
+                       f"{', '.join(map(str, applied.changed_lines))}); verify it before keeping it.\n\n"
+                       f"```diff\n{diff}```\n")
+
+
 def _inline_name(language: str | None, filename: str | None) -> str:
     if filename:
         name = Path(filename).name  # a name only: inline source is never written where the client says

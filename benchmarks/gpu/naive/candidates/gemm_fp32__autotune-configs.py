@@ -1,0 +1,76 @@
+"""Naive fp32 GEMM: C = A @ B in fp32, fixed 64x64x32 tiles, one program per output tile, no autotune.
+
+tl.dot on fp32 inputs uses Triton's default input precision (tf32 on sm80+)."""
+# autotune-configs applied by hand from the template (`skel skeletons show autotune-configs`): the template's six
+# configs, key=["M", "N", "K"], the launch stops passing BLOCK_* and the grid becomes a function of them.
+# Under TRITON_INTERPRET=1 the autotuner gets a one-call timer (no GPU timer there), as the template's harness does.
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+KERNEL = "gemm_fp32_kernel"
+SIZES = {"M": 4096, "N": 4096, "K": 4096}
+SHAPES = ["M=4096", "N=4096", "K=4096"]
+CPU_SIZES = {"M": 64, "N": 96, "K": 80}
+DTYPE = torch.float32
+
+
+def _interp_bench(fn, *args, **kwargs):
+    fn()
+    return 1.0
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=8, num_stages=3),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}, num_warps=8, num_stages=3),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}, num_warps=4, num_stages=4),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4, num_stages=4),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4, num_stages=4),
+    ],
+    key=["M", "N", "K"],
+    **({"do_bench": _interp_bench} if os.environ.get("TRITON_INTERPRET") == "1" else {}),
+)
+@triton.jit
+def gemm_fp32_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + rk
+        a = tl.load(a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def launch(a, b):
+    M, K = a.shape
+    _, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=torch.float32)
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))  # noqa: E731
+    gemm_fp32_kernel[grid](a, b, c, M, N, K,
+                               a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    return c
+
+
+def make_inputs(device, sizes=None):
+    s = sizes or SIZES
+    a = torch.randn((s["M"], s["K"]), device=device, dtype=DTYPE)
+    b = torch.randn((s["K"], s["N"]), device=device, dtype=DTYPE)
+    return a, b
+
+
+def reference(a, b):
+    return a.double().matmul(b.double()).float()
