@@ -50,6 +50,13 @@
    saying so.
 
    The components are reported with every suggestion so a reader can see why it ranks.
+4. Keep what pays and what is likely right (issue #35): a skeleton whose runs here refute it
+   is ruled out by evidence; one with a payoff condition (``Skeleton.payoff``) that fails at
+   the kernel's sizes is dropped, and one whose payoff waits on a size nobody gave becomes a
+   *conditional* entry, never counted (``_payoffs``); the rest get a probability of being
+   right fitted on judged verdicts, and only those over the threshold are listed unless
+   ``show_all`` (``_calibrate``, ``skel.retriever.calibration``). The probability decides
+   what is listed, the score above the order.
 """
 
 from __future__ import annotations
