@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 
 from skel.errors import InputError, NotFoundError, StoreError, UsageError
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from skel.store.history import Draft, HistoryEvent, HistoryStore, TechniqueHistory
     from skel.store.knowledge import KnowledgeBase, SourceRecord
     from skel.verifier.run import VerifyResult
+    from skel.verifier.harness_gen import GeneratedHarness
 
 # (done, total, label): label a file while parsing, "model" while the last kernels embed, "store" while storing
 Progress = Callable[[int, int, str], None]
@@ -227,10 +229,27 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     for r in results:
         if kb is not None and kb.note:
             r.notes.append(kb.note)
+        r.notes.extend(_path_notes(r.path, r.kernel))
         for s in r.suggestions:
             if s.id in introduced:
                 s.history = introduced[s.id].line()
     return results
+
+
+def _path_notes(path: str, kernel: str) -> list[str]:
+    """What was judged from the kernel's path alone, said so a reader can tell (the backend a
+    folder names has its own note, from the ranking): the serving engine whose package holds
+    it, which the size-bound techniques read (``skel.skeletons.predicates.workload``)."""
+    # deferred: not for `skel --help` (see the module docstring)
+    from skel.skeletons.predicates.workload import serving_decode, serving_engine
+
+    facts: Any = SimpleNamespace(path=path, name=kernel)  # the two predicates read these only
+    engine = serving_engine(facts)
+    if not engine:
+        return []
+    return [f"judged as part of a serving engine ({engine}) from its path: one forward pass there holds a bounded "
+            "number of tokens" + (", and a decode kernel runs under CUDA-graph capture" if serving_decode(facts)
+                                  else "")]
 
 
 def workload_of(shapes: tuple[str, ...] | list[str] = (), workload: str | Path | None = None):
@@ -747,3 +766,20 @@ def apply_skeleton(skeleton_id: str, path: str | Path, kernel: str, out: str | P
             raise InputError(f"{target}: cannot write the candidate: {exc.strerror or exc}") from exc
     return applied
 
+
+
+def harness(kernel_file: str | Path, out: str | Path, *, kernel: str | None = None,
+            shapes: list[str] | tuple[str, ...] = (), args: list[str] | tuple[str, ...] = (),
+            launcher: str | None = None, direct: bool = False, dtypes: list[str] | tuple[str, ...] = ("float32",),
+            check: bool = True, command: str = "skel harness") -> GeneratedHarness:
+    """Write a harness (docs/harness.md) for ``kernel`` of ``kernel_file`` to ``out``, taken
+    from the kernel itself: its host launcher (or its signature), sizes from ``shapes``
+    (``--shape``), the original as the reference; then, with ``check``, the original against
+    itself through it on the CPU. Runs kernels, so on the CPU it sets TRITON_INTERPRET=1."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module imports triton
+    # deferred: not for `skel --help` (see the module docstring)
+    from skel.verifier.harness_gen import generate
+
+    return generate(kernel_file, out, kernel=kernel, shapes=shapes, args=args, launcher=launcher, direct=direct,
+                    dtypes=dtypes, check=check, command=command)

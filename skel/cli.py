@@ -12,6 +12,7 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -202,17 +203,20 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         return
     if since or max_commits:
         raise click.UsageError("--since and --max-commits go with --history")
+    import time  # built in: costs `skel --help` nothing
+
     progress = MineProgress(sys.stderr, show=not (no_progress or as_json) and sys.stderr.isatty())
+    started = time.perf_counter()
     try:
         report = api.mine(path, package=package, rev=rev, source=source, version=version, jobs=jobs,
                           store=store, progress=progress, replace=replace, exclude=exclude)
     except KeyboardInterrupt:
         progress.close()
-        click.echo("\nskel: interrupted; the store is consistent — run the same command again to finish.",
-                   err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        _leave_interrupted("the store is consistent")
     finally:
         progress.close()
+    # "in N s" is the whole mine: the walks before the miner starts (is the tree unchanged?) too
+    report.seconds = max(report.seconds, time.perf_counter() - started)
 
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
@@ -235,6 +239,34 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
         click.echo(table(["file", "reason"], [[s.rel, s.reason] for s in report.skipped[:50]]))
         if len(report.skipped) > 50:
             click.echo(f"... and {len(report.skipped) - 50} more (see --json)")
+
+
+def _leave_interrupted(state: str) -> NoReturn:
+    """A Ctrl-C during a mine: one line on stderr and exit 130, at once. What was written
+    is consistent at every point (skel/miner/mine.py, skel/store/history.py), so there is
+    nothing to undo, and the interpreter's teardown is skipped (``os._exit``): it would run
+    while other threads are still inside native code (the embedding model's batch), and a
+    native runtime's exit handlers then abort the process ("terminate called without an
+    active exception", exit 134). The parser workers were ended on the way here. A second
+    Ctrl-C meanwhile is ignored."""
+    import signal  # only an interrupted mine needs it
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (an embedding program): nothing to ignore
+        pass
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # stdout closed: what it holds is lost either way
+        pass
+    try:
+        # on a terminal the ^C echoed has no line end: start a line of our own
+        sys.stderr.write(("\n" if sys.stderr.isatty() else "")
+                         + f"skel: interrupted; {state} — run the same command again to finish.\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(EXIT_INTERRUPTED)
 
 
 class MineProgress:
@@ -284,9 +316,7 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
         report = api.mine_history(path, rev=rev, since=since, max_commits=max_commits, source=source, jobs=jobs,
                                   store=store, progress=progress)
     except KeyboardInterrupt:
-        click.echo("\nskel: interrupted; the history store is consistent — run the same command again to finish.",
-                   err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        _leave_interrupted("the history store is consistent")
     if as_json:
         click.echo(__import__("json").dumps(report.to_dict(), indent=2))
         return
@@ -319,7 +349,8 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @click.option("--stdin-name", metavar="NAME", default="stdin.py", show_default=True,
               help="With KERNEL_FILE `-` (the kernel on standard input): the file it stands for (an editor "
               "passes the buffer's path); its suffix tells the language (.py Triton; .cu .cuh .cpp .hpp .h "
-              "CUDA C++) and answers name it.")
+              "CUDA C++) and answers name it. Give its path (sglang/srt/layers/norm.py) for the facts read "
+              "off a path to hold: a serving engine's package, a vendor backend folder.")
 @click.option("--kernel", metavar="NAME", help="Only this kernel of the file (default: every kernel).")
 @click.option("-k", "top", type=click.IntRange(1, 50), default=5, show_default=True, help="Suggestions per kernel.")
 @click.option("--bound", type=click.Choice(["memory", "compute", "latency", "occupancy"]),
@@ -336,6 +367,9 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
               help="Prompt format: the block's budget, in estimated tokens (characters / 3).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--no-template", is_flag=True, help="Text format: leave out the before → after templates.")
+@click.option("--explain", is_flag=True, help="Text format: also print each suggestion's ranking components "
+              "(`rank: support=... evidence=...`, the numbers its score sums; JSON always has them). Without it a "
+              "`ranked by:` line says in words what put each suggestion where it is.")
 @click.option("--why-not", "why_not", metavar="ID", multiple=True,
               help="Explain skeleton ID for each kernel, listed or not: its verdict, then which of its conditions "
               "hold (with lines) and which fail (repeatable; `skel skeletons list` has the ids).")
@@ -359,7 +393,7 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
               "rewrite compiles to the same machine code. About a second or more per kernel, cached.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
-            as_json, no_template, why_not, shapes, workload, show_all, threshold, compile_, store):
+            as_json, no_template, explain, why_not, shapes, workload, show_all, threshold, compile_, store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -394,7 +428,7 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     elif fmt == "markdown":
         click.echo(render.markdown(results), nl=False)
     else:
-        click.echo(render.text(results, show_template=not no_template), nl=False)
+        click.echo(render.text(results, show_template=not no_template, explain=explain), nl=False)
     # near misses and related techniques are shown, labelled; only a structural fit is a "yes"
     sys.exit(EXIT_OK if any(render.applies(r) for r in results) else EXIT_NO_SUGGESTION)
 
@@ -434,16 +468,20 @@ def hook(files, strict, top, backend, arch, triton_version, store):
 
 def _suggest_stdin(name: str, **options):
     """Suggestions for the kernel on standard input, as if it were the file ``name``: the
-    analysis reads files, so the text goes to a private temporary file of that name, and
-    results and errors are told with ``name``, never the temporary path."""
+    analysis reads files, so the text goes to a private temporary file at that path (its
+    folders kept, `..` and a leading `/` dropped, so facts read off the path — a serving
+    engine's package, a vendor backend folder — hold as for the file itself), and results
+    and errors are told with ``name``, never the temporary path."""
     import tempfile  # 3 ms to import, on every command's start-up: only standard input needs it
 
-    base = Path(name).name
-    if not base or base in (".", ".."):
-        raise UsageError(f"--stdin-name {name!r}: give a file name such as kernel.py or kernel.cu")
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..") and not p.endswith(":")]
+    if not parts or name.replace("\\", "/").endswith("/"):
+        raise UsageError(f"--stdin-name {name!r}: give a file name such as kernel.py or kernel.cu, or its path "
+                         "(sglang/srt/layers/kernel.py)")
     text = sys.stdin.buffer.read()
     with tempfile.TemporaryDirectory(prefix="skel-stdin-") as tmp:
-        path = Path(tmp) / base
+        path = Path(tmp).joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text)
         try:
             results = api.suggest(str(path), **options)
@@ -451,6 +489,7 @@ def _suggest_stdin(name: str, **options):
             raise type(exc)(str(exc).replace(str(path), name)) from None
     for r in results:
         r.path = name
+        r.notes = [n.replace(str(path), name) for n in r.notes]
     return results
 
 
@@ -601,6 +640,63 @@ def apply_cmd(skeleton_id, file, kernel, out, as_json):
         click.echo(f"wrote {out}: {result.skeleton} applied to {kernel} ({len(result.changed_lines)} line(s) changed); "
                    f"check it: skel verify {file} {out} --skeleton {result.skeleton}", err=True)
     sys.exit(EXIT_OK)
+
+
+# --- harness -----------------------------------------------------------------------------
+
+@cli.command("harness", context_settings={"max_content_width": 100})
+@click.argument("kernel_file", metavar="KERNEL.py", type=click.Path(path_type=str))
+@click.option("--kernel", metavar="NAME", help="The @triton.jit kernel (needed when the file has several).")
+@click.option("-o", "--output", "out", required=True, metavar="FILE", type=click.Path(path_type=str),
+              help="Where to write the harness.")
+@click.option("--shape", "shapes", multiple=True, metavar="NAME=VALUE",
+              help="A size (cols=4096) or a parameter's shape (X=8x4096); repeatable. Default: small sizes.")
+@click.option("--arg", "args", multiple=True, metavar="NAME=LITERAL",
+              help="A value for a parameter that is not a size (casting_mode='llama', eps=1e-5); repeatable.")
+@click.option("--launcher", metavar="FUNC", help="The host function to call (default: the one launching NAME).")
+@click.option("--direct", is_flag=True, help="Launch the jit kernel from its signature, not through a host function.")
+@click.option("--dtype", "dtypes", multiple=True, metavar="D", help="Dtypes to check (default: float32).")
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="Verify the original against itself through the new harness (CPU).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written and found as JSON.")
+def harness_cmd(kernel_file, kernel, out, shapes, args, launcher, direct, dtypes, check, as_json):
+    """Write a harness (docs/harness.md) for one Triton kernel, taken from the kernel itself.
+
+    It calls the kernel's host launcher (or, without one, launches the kernel from its
+    signature) on inputs of the sizes given, with the original as the reference, and
+    stubs what the kernel's module imports but cannot be imported here. Then
+    `skel verify KERNEL.py CANDIDATE.py --harness FILE` checks a change.
+
+    \b
+    Example:
+      skel harness kernel.py --kernel rmsnorm_fwd -o harness.py
+      skel verify kernel.py candidate.py --harness harness.py --kernel rmsnorm_fwd --device cpu
+
+    \b
+    Exit codes:
+      0  written (and, with --check, the original matches itself through it)
+      2  error (no such kernel, it cannot be imported or run, or the self-check fails)
+    """
+    import shlex  # 1 ms; only this command quotes its own command line
+
+    command = "skel harness " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    g = api.harness(kernel_file, out, kernel=kernel, shapes=list(shapes), args=list(args), launcher=launcher,
+                    direct=direct, dtypes=list(dtypes) or ["float32"], check=check, command=command)
+    if as_json:
+        import json  # 1 ms; only --json prints JSON
+
+        click.echo(json.dumps({"output": str(g.path), "kernel": g.kernel, "launcher": g.launcher, "args": g.args,
+                               "shapes": g.shapes, "launched": g.launched, "stubs": g.stubs, "notes": g.notes,
+                               "check": asdict(g.check) if g.check else None}, indent=2, default=str))
+    else:
+        how = f"through its launcher {g.launcher}()" if g.launcher else "launched directly from its signature"
+        click.echo(f"wrote {g.path}: {g.kernel} {how}; sizes {g.shapes['tiny']}")
+        for n in g.notes:
+            click.echo(f"  note: {n}")
+        if g.check:
+            click.echo(f"  self-check: {'passed' if g.check.passed else 'FAILED'}: {g.check.detail}")
+        click.echo(f"check a change: skel verify {kernel_file} CANDIDATE.py --harness {out} --kernel {g.kernel}")
+    sys.exit(EXIT_OK if g.check is None or g.check.passed else EXIT_ERROR)
 
 
 # --- site --------------------------------------------------------------------------------
@@ -773,12 +869,25 @@ def history() -> None:
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 def history_list(repo, technique, kind, as_json, store):
     """The events history mining recorded, latest first."""
-    events = api.history_events(store=store, repo=repo, technique=technique, kind=kind)
+    events = api.history_events(store=store, repo=repo, kind=kind)
+    if technique is not None:
+        # a mistyped id is an error, not "no events": the catalog's ids (and any id the
+        # store's events hold, of a skeleton since renamed) are the known ones
+        from skel.skeletons.registry import all_skeletons, unknown_id  # only --technique pays the catalog's load
+
+        known = {s.id for s in all_skeletons()} | {e.technique for e in events}
+        if technique not in known:
+            raise UsageError(f"--technique: {unknown_id(technique, sorted(known))}")
+        events = [e for e in events if e.technique == technique]
     if as_json:
         click.echo(__import__("json").dumps([e.to_dict() for e in events], indent=2))
         return
     if not events:
-        click.echo("no history events (run `skel mine --history REPO`)")
+        if technique is not None and api.history_events(store=store):
+            where = (f" of kind {kind}" if kind else "") + (f" in {repo}" if repo else "")
+            click.echo(f"no events for technique {technique}{where}")
+        else:
+            click.echo("no history events (run `skel mine --history REPO`)")
         return
     from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 

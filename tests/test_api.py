@@ -113,7 +113,7 @@ def test_show_computes_status_from_the_store_runs(mined):
 
 
 def test_show_unknown_id_is_not_found_before_any_store_is_opened(tmp_path):
-    with pytest.raises(NotFoundError, match="no skeleton 'nope'"):
+    with pytest.raises(NotFoundError, match="unknown skeleton 'nope'"):
         api.show("nope", store=str(tmp_path / "absent"))
 
 

@@ -215,7 +215,7 @@ def test_cli_exit_codes(kernel_file, tmp_path):
     r = _run("exp2-log2e-folding", str(kernel_file), "--kernel", "nope")
     assert r.exit_code == errors.EXIT_NO_SUCH_KERNEL == 11 and "before_kernel" in r.stderr
     r = _run("no-such-skeleton", str(kernel_file), "--kernel", "before_kernel")
-    assert r.exit_code == errors.EXIT_ERROR and "no skeleton" in r.stderr
+    assert r.exit_code == errors.EXIT_ERROR and "unknown skeleton" in r.stderr
     assert _run("exp2-log2e-folding", str(tmp_path / "missing.py"), "--kernel", "k").exit_code == errors.EXIT_ERROR
     assert _run("exp2-log2e-folding", str(kernel_file)).exit_code == errors.EXIT_ERROR  # --kernel is required
     out = tmp_path / "never.py"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -124,7 +125,7 @@ def test_skeletons_list_and_show():
     r = run_skel("skeletons", "show", "dot-input-precision-tf32x3")
     assert r.returncode == 0 and "Applies when" in r.stdout and "Example: after" in r.stdout
     r = run_skel("skeletons", "show", "no-such-thing")
-    assert r.returncode == 2 and "no skeleton" in r.stderr
+    assert r.returncode == 2 and "unknown skeleton" in r.stderr
 
 
 def test_mine_errors_and_store_info(tmp_path, mined_store):
@@ -270,4 +271,36 @@ def test_why_not_explains_a_skeleton_listed_or_not(tmp_path):
     assert "Why not `int64-offsets` for `row_scale`: not suggested" in pr.stdout
     assert "- fails: no module of an LLM serving engine" in pr.stdout
     bad = run_skel("suggest", str(plain), "--why-not", "no-such-skeleton")
-    assert bad.returncode == 2 and "no skeleton 'no-such-skeleton'" in bad.stderr
+    assert bad.returncode == 2 and "unknown skeleton 'no-such-skeleton'" in bad.stderr
+
+
+def test_the_order_is_said_in_words_and_the_components_only_with_explain():
+    """Each suggestion says what ranked it (`ranked by:`, a measured speedup first); the
+    ranking's components (`rank:`) are printed only with --explain; JSON keeps them always."""
+    ex = str(ROOT / "examples" / "row_softmax.py")
+    r = run_skel("suggest", ex, "-k", "3", "--all", "--no-template")
+    assert r.returncode in (0, 1), r.stderr
+    assert "rank:" not in r.stdout and "support=" not in r.stdout
+    ranked = [ln for ln in r.stdout.splitlines() if ln.startswith("     ranked by: ")]
+    assert ranked and re.match(r"     ranked by: measured \d+\.\d\dx on NVIDIA H200", ranked[0]), r.stdout
+    e = run_skel("suggest", ex, "-k", "3", "--all", "--no-template", "--explain")
+    rank = [ln for ln in e.stdout.splitlines() if ln.startswith("     rank: ")]
+    assert len(rank) == len(ranked) and "support=" in rank[0] and "evidence=" in rank[0] and "(score " in rank[0]
+    (kern,) = json.loads(run_skel("suggest", ex, "-k", "3", "--all", "--json").stdout)["kernels"]
+    assert set(kern["suggestions"][0]["components"]) == {"support", "facts", "prevalence", "specificity", "rarity",
+                                                         "bound", "evidence", "lexical"}
+
+
+def test_a_mistyped_skeleton_id_names_the_close_ones_not_the_catalog(tmp_path):
+    """Every command that takes an id answers a typo with one line naming the close ids."""
+    k = write(tmp_path / "mylib" / "ops.py", ROW_SCALE)
+    for args, given in ((("skeletons", "show", "ONLNE-SOFTMAX"), "ONLNE-SOFTMAX"),
+                        (("verify", "--example", "onlne-softmax"), "onlne-softmax"),
+                        (("suggest", str(k), "--why-not", "onlne-softmax"), "onlne-softmax"),
+                        (("apply", "onlne-softmax", str(k), "--kernel", "row_scale"), "onlne-softmax")):
+        r = run_skel(*args)
+        assert (r.returncode, r.stderr) == (
+            2, f"skel: error: unknown skeleton '{given}'; did you mean online-softmax?\n"), args
+    r = run_skel("skeletons", "show", "zzzz-qqqq")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "int64-offsets" not in r.stderr
+    assert "`skel skeletons list`" in r.stderr

@@ -40,7 +40,7 @@ def test_unknown_skeleton_is_not_found_not_key_error():
 
     with pytest.raises(errors.NotFoundError) as info:
         get("no-such-thing")
-    assert not isinstance(info.value, KeyError) and "known:" in str(info.value)
+    assert not isinstance(info.value, KeyError) and "skeletons list" in str(info.value)
 
 
 def test_errors_module_is_the_ground_layer():

@@ -89,6 +89,14 @@ def test_stdio_lists_and_calls_every_tool(tree):
             r = await s.call_tool("suggest", {"source": src, "filename": "mine.py", "k": 1})
             (kernel,) = r.structured_content["kernels"]
             assert kernel["path"] == "mine.py" and kernel["suggestions"][0]["id"] == "online-softmax"
+            # a path for inline source: the facts of the path hold, and a note says the path decided
+            for name in ("sglang/srt/layers/softmax.py", "../../sglang/srt/softmax.py"):
+                r = await s.call_tool("suggest", {"source": src, "filename": name, "k": 1})
+                (kernel,) = r.structured_content["kernels"]
+                assert kernel["path"] == name
+                assert any(n.startswith("judged as part of a serving engine (sglang) from its path")
+                           for n in kernel["notes"]), kernel["notes"]
+            assert not (tree.parent / "sglang").exists()
 
             # why_not: the verdict and conditions of a skeleton asked about by name, listed or not
             r = await s.call_tool("suggest", {"path": "kernel.py", "why_not": ["dot-acc-argument"]})
@@ -183,9 +191,28 @@ def test_stdio_errors_are_tool_errors_with_skels_message(tree):
             # a profile file goes through the roots like any other path
             e = await err("suggest", {"path": "kernel.py", "profile": str(outside)})
             assert "outside the server's roots" in e["message"]
-            # arguments outside the schema are refused by the SDK, as tool errors too
-            r = await s.call_tool("suggest", {"path": "kernel.py", "k": 0})
-            assert r.is_error
+            # arguments outside the schema are refused by the SDK, as skel's one-line tool errors too
+            e = await err("suggest", {"path": "kernel.py", "k": 0})
+            assert e["kind"] == "usage" and e["message"] == "argument k: must be between 1 and 50 (got 0)"
+            e = await err("suggest", {"path": "kernel.py", "backend": "cud", "max_tokens": 5})
+            assert e["message"] == ("argument backend: must be 'cuda' or 'rocm' (got 'cud'); "
+                                    "argument max_tokens: must be at least 100 (got 5)")
+            e = await err("show", {})
+            assert e["kind"] == "usage" and e["message"] == "argument skeleton_id: required"
+            # a mistyped id names the close ones, not the whole catalog
+            e = await err("show", {"skeleton_id": "onlne-softmax"})
+            assert e["message"] == "unknown skeleton 'onlne-softmax'; did you mean online-softmax?"
+            # verify takes skeleton_id too, as show and apply do; skeleton and example still work
+            e = await err("verify", {"skeleton_id": "onlne-softmax"})
+            assert e["kind"] == "not-found" and "did you mean online-softmax?" in e["message"]
+            e = await err("verify", {"original": "kernel.py", "candidate": "kernel.py", "skeleton_id": "nope"})
+            assert e["kind"] == "not-found" and "'nope'" in e["message"]
+            e = await err("verify", {"skeleton_id": "online-softmax", "skeleton": "int64-offsets",
+                                     "original": "kernel.py", "candidate": "kernel.py"})
+            assert e["kind"] == "usage" and "skeleton_id" in e["message"]
+            schema = next(t for t in (await s.list_tools()).tools if t.name == "verify").input_schema
+            assert {"skeleton_id", "skeleton", "example"} <= set(schema["properties"])
+            assert "Deprecated" in schema["properties"]["example"]["description"]
     anyio.run(main)
 
 
@@ -279,6 +306,22 @@ def test_help_does_not_import_the_sdk():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_verify_skeleton_id_and_its_deprecated_names():
+    """`skeleton_id` alone is the example to verify; with a pair, the technique applied; the
+    deprecated `example` and `skeleton` keep their meanings."""
+    from skel.errors import UsageError
+    from skel.mcp.tools import verify_skeleton
+
+    assert verify_skeleton("online-softmax", paired=False) == ("online-softmax", None)
+    assert verify_skeleton("online-softmax", paired=True) == (None, "online-softmax")
+    assert verify_skeleton(None, example="online-softmax", paired=False) == ("online-softmax", None)
+    assert verify_skeleton(None, skeleton="int64-offsets", paired=True) == (None, "int64-offsets")
+    assert verify_skeleton("a", skeleton="a", paired=True) == (None, "a")
+    assert verify_skeleton(None, paired=True) == (None, None)
+    with pytest.raises(UsageError, match="skeleton_id"):
+        verify_skeleton("a", skeleton="b", paired=True)
 
 
 def test_roots_unit(tmp_path):

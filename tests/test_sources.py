@@ -211,6 +211,39 @@ def test_cli_mines_a_revision(tmp_path, git):
 
 # --- DirectorySource and PackageSource -----------------------------------------------------
 
+def _unpacked_wheel(root, *, top_level: bool):
+    """``root`` as `unzip liger_kernel-0.5.4-py3-none-any.whl` leaves it: the package and
+    its ``.dist-info`` side by side (``top_level.txt`` or only a ``RECORD`` naming it)."""
+    write(root / "liger_kernel" / "ops" / "scale.py", KERNEL.format(name="scale_kernel"))
+    meta = root / "liger_kernel-0.5.4.dist-info"
+    write(meta / "METADATA", "Metadata-Version: 2.1\nName: liger_kernel\nVersion: 0.5.4\n")
+    write(meta / "RECORD", "liger_kernel/ops/scale.py,,\nliger_kernel-0.5.4.dist-info/METADATA,,\n")
+    if top_level:
+        write(meta / "top_level.txt", "liger_kernel\n")
+    # another distribution beside it, as in site-packages, is not this package's
+    write(root / "other-9.9.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: other\nVersion: 9.9\n")
+    write(root / "other-9.9.dist-info" / "RECORD", "other/__init__.py,,\n")
+
+
+@pytest.mark.parametrize("top_level", [True, False])
+def test_an_unpacked_wheel_is_versioned_by_its_dist_info(tmp_path, top_level):
+    wheel = tmp_path / "wheel"
+    _unpacked_wheel(wheel, top_level=top_level)
+    assert DirectorySource(wheel / "liger_kernel").version == "0.5.4"  # the package folder: the one beside it
+    assert DirectorySource(wheel / "liger_kernel", version="1.0").version == "1.0"  # --version wins
+    # the wheel's own folder: its root holds two distributions, and nothing says which
+    assert DirectorySource(wheel).version == "unversioned"
+    (wheel / "other-9.9.dist-info" / "METADATA").unlink()
+    (wheel / "other-9.9.dist-info" / "RECORD").unlink()
+    (wheel / "other-9.9.dist-info").rmdir()
+    assert DirectorySource(wheel).version == "0.5.4"  # one distribution at the root: its version
+    assert DirectorySource(wheel / "liger_kernel" / "ops").version == "unversioned"  # nothing beside ops/
+    store = str(tmp_path / "store")
+    r = run_skel("mine", str(wheel / "liger_kernel"), "--store", store, "--json")
+    assert r.returncode == 0, r.stderr
+    assert __import__("json").loads(r.stdout)["version"] == "0.5.4"
+
+
 def test_directory_source_is_the_walk(tmp_path):
     root = tmp_path / "tree"
     tricky_tree(root)

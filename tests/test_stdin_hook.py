@@ -55,6 +55,45 @@ def test_stdin_exit_codes():
     assert r.returncode == 2 and "--stdin-name" in r.stderr
 
 
+ROW_SCALE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_scale(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(y_ptr + row * stride + cols, x * 2.0, mask=cols < n_cols)
+"""
+
+
+def test_stdin_name_carries_a_path_whose_facts_apply_and_are_said(tmp_path):
+    """`--stdin-name sglang/srt/layers/ops.py` judges the buffer as that file would be: in a
+    serving engine's package int64-offsets loses a condition, as it does for the file on disk,
+    and a note says the path decided it; the answer names the path given, never the temporary one."""
+    on_disk = write(tmp_path / "sglang" / "srt" / "layers" / "ops.py", ROW_SCALE)
+    asked = ("--json", "--why-not", "int64-offsets")
+    (from_file,) = json.loads(run_skel("suggest", str(on_disk), *asked).stdout)["kernels"]
+    r = _stdin(*asked, "--stdin-name", "sglang/srt/layers/ops.py", text=ROW_SCALE)
+    assert r.returncode in (0, 1), r.stderr
+    (served,) = json.loads(r.stdout)["kernels"]
+    assert served["path"] == "sglang/srt/layers/ops.py"
+    assert served["why_not"][0]["verdict"] == from_file["why_not"][0]["verdict"]
+    assert any("no module of an LLM serving engine" in f for f in served["why_not"][0]["fails"])
+    assert any(n.startswith("judged as part of a serving engine (sglang) from its path") for n in served["notes"])
+    assert not any("skel-stdin-" in n for n in served["notes"])
+    # the bare file name: no serving engine, no such note, int64-offsets waits on sizes
+    (bare,) = json.loads(_stdin(*asked, "--stdin-name", "ops.py", text=ROW_SCALE).stdout)["kernels"]
+    assert not any("serving engine" in n for n in bare["notes"])
+    assert bare["why_not"][0]["verdict"] != served["why_not"][0]["verdict"]
+    # an absolute path or `..` parts never write outside the temporary folder
+    r = _stdin("--stdin-name", "/../../sglang/srt/ops.py", "--no-template", text=ROW_SCALE)
+    assert r.returncode in (0, 1), r.stderr
+    assert "serving engine (sglang)" in r.stdout and "/../../sglang/srt/ops.py" in r.stdout
+
+
 def _hook() -> dict:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     return hook

@@ -45,8 +45,9 @@ def verify(candidate: str, original=ORIGINAL, **kw):
     ("special_shapes.py", {}, "special-cased to the benchmark's shapes"),
     ("low_precision.py", {}, "elements wrong"),
     ("writes_input.py", {}, "input 0 was modified"),
-    ("tf32_drift.py", {"tolerance": (0.03, 0.0)}, "error growth with N"),
-    ("ignores_offset.py", {}, "partitioned run does not match the whole"),
+    ("tf32_drift.py", {"tolerance": (0.03, 0.0)}, "50x the original's error"),  # growth: tests/test_verifier_guards.py
+    ("ignores_offset.py", {}, "read before its start (NaN from the guard band before input 0)"),  # the split
+    # check caught it before guard bands: they catch it on the whole tensor now
 ], ids=lambda v: v if isinstance(v, str) and v.endswith(".py") else "")
 def test_a_planted_cheater_is_wrong_for_the_right_reason(candidate, kw, reason):
     r = verify(candidate, **kw)

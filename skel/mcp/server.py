@@ -3,8 +3,15 @@
 Each tool returns a ``CallToolResult`` built here: structured content (versioned, see
 ``tools``) plus text. A ``SkelError`` becomes a tool error (isError) carrying skel's
 one-line message and, in its structured content, the error family's ``kind``; anything
-else is reported the same way as an internal error, never as a traceback. An empty answer
-(no skeleton applies) is a normal result with ``"applies": false``.
+else is reported the same way as an internal error, never as a traceback. Arguments the
+tool's schema refuses (``k`` out of range, a backend not in the list) take the same path:
+one line per call ("argument k: must be between 1 and 50 (got 0)", kind ``usage``), not
+pydantic's report. An empty answer (no skeleton applies) is a normal result with
+``"applies": false``.
+
+A skeleton is named ``skeleton_id`` in every tool that takes one (``show``, ``apply``,
+``verify``); ``verify``'s older names for it, ``skeleton`` and ``example``, still work and
+are deprecated (``tools.verify_skeleton``).
 """
 
 from __future__ import annotations
@@ -13,8 +20,9 @@ import ipaddress
 from typing import Annotated, Any, Callable, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from skel import __version__
 from skel.errors import SkelError, UsageError
@@ -59,10 +67,72 @@ def _answer(fn: Callable[..., tools.Reply], *args: Any, **kwargs: Any) -> CallTo
         return _error(exc)
 
 
+_BOUNDS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
+
+
+def argument_errors(exc: ValidationError, schema: dict[str, Any]) -> str:
+    """The arguments a tool's schema refused, in one line: "argument k: must be between 1
+    and 50 (got 0); argument backend: must be 'cuda' or 'rocm' (got 'cud')". ``schema`` is
+    the tool's input schema, which gives a bounded number both of its limits."""
+    said = []
+    for e in exc.errors(include_url=False):
+        loc = e.get("loc") or ()
+        name = str(loc[0]) if loc else "arguments"
+        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+        kind, msg = e.get("type", ""), str(e.get("msg", ""))
+        if kind == "missing":
+            what = "required"
+        elif kind in _BOUNDS:
+            what = _bounds(schema.get("properties", {}).get(name, {})) or _must(msg)
+        else:
+            what = _must(msg)
+        got = e.get("input")
+        if kind != "missing" and isinstance(got, (int, float, str, bool)) and len(repr(got)) <= 40:
+            what += f" (got {got!r})"
+        said.append(f"argument {where}: {what}")
+    return "; ".join(said) or "arguments refused by the tool's schema"
+
+
+def _bounds(prop: dict[str, Any]) -> str:
+    """"must be between 1 and 50" from a property's schema (an optional one's bounds sit
+    in its ``anyOf``), or "" without any."""
+    for p in [prop, *prop.get("anyOf", [])]:
+        lo, hi = p.get("minimum", p.get("exclusiveMinimum")), p.get("maximum", p.get("exclusiveMaximum"))
+        if lo is not None and hi is not None:
+            return f"must be between {lo:g} and {hi:g}"
+        if lo is not None:
+            return f"must be at least {lo:g}"
+        if hi is not None:
+            return f"must be at most {hi:g}"
+    return ""
+
+
+def _must(msg: str) -> str:
+    """pydantic's "Input should be a valid list" as "must be a valid list"."""
+    msg = " ".join(msg.split())
+    if msg.startswith("Input should"):
+        return "must" + msg[len("Input should"):]
+    return msg[:1].lower() + msg[1:]
+
+
+class _Server(MCPServer):
+    """The SDK's server, with arguments its schema refuses told like any skel error (one
+    line, kind ``usage``, ``skel.error/1``) instead of pydantic's multi-line report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+            return _error(UsageError(argument_errors(exc.__cause__, schema)))
+
+
 def build(roots: Roots, store: str | None = None) -> MCPServer:
     svc = tools.Service(roots=roots, store=store)
-    server = MCPServer("skel", title="skel: GPU-kernel optimisation skeletons", version=__version__,
-                       instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("skel", title="skel: GPU-kernel optimisation skeletons", version=__version__,
+                     instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
@@ -74,7 +144,9 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         language: Annotated[Literal["triton", "cuda", "cpp"] | None,
                             Field(description="Language of `source` (default triton).")] = None,
         filename: Annotated[str | None, Field(description="File name for `source` (its suffix picks the "
-                                              "language; shown in the answer).")] = None,
+                                              "language; shown in the answer), or its path in the project, "
+                                              "e.g. sglang/srt/layers/norm.py: facts read off a path (a serving "
+                                              "engine's package, a backend folder) then hold.")] = None,
         kernel: Annotated[str | None, Field(description="Only this kernel of the file (default: all).")] = None,
         profile: Annotated[str | None, Field(description="A profile file under the roots (Nsight Compute CSV, "
                                              "PyTorch trace, proton) to rank by the kernel's bottleneck.")] = None,
@@ -177,11 +249,14 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
                                               "SHAPES, make_inputs, reference, launcher `run`), under the "
                                               "roots.")] = None,
         candidate: Annotated[str | None, Field(description="The changed kernel file, launcher `run`.")] = None,
-        example: Annotated[str | None, Field(description="Instead of a pair: a skeleton id, to verify its "
-                                             "own before/after example.")] = None,
-        skeleton: Annotated[str | None, Field(description="The skeleton the change applies: it must be "
-                                              "detected in the candidate, and the verdict is recorded "
-                                              "under it.")] = None,
+        skeleton_id: Annotated[str | None, Field(description="A skeleton id (see `list`). With original and "
+                                                 "candidate: the technique the change applies; it must be "
+                                                 "detected in the candidate, and the verdict is recorded under "
+                                                 "it. Alone: verify that skeleton's own before/after "
+                                                 "example.")] = None,
+        example: Annotated[str | None, Field(description="Deprecated: give `skeleton_id` without original "
+                                             "and candidate (verifies the skeleton's own example).")] = None,
+        skeleton: Annotated[str | None, Field(description="Deprecated: give `skeleton_id`.")] = None,
         kernel: Annotated[str | None, Field(description="Launcher name in both files (default run).")] = None,
         harness: Annotated[str | None, Field(description="Harness file, when it is not in `original`.")] = None,
         device: Annotated[Literal["cpu", "cuda"] | None,
@@ -200,8 +275,11 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         faster, correct (same results, not timed), no-effect, slower, wrong, not-applied,
         no-op, tests-failed or failed, with every stage's detail. A verdict such as "wrong"
         is a result, not a tool error; errors are for inputs that cannot be checked.
-        Progress is reported while it runs."""
+        `skeleton_id` alone verifies that skeleton's own before/after example (`example` and
+        `skeleton` are deprecated names for it). Progress is reported while it runs."""
         try:
+            example, skeleton = tools.verify_skeleton(skeleton_id, skeleton=skeleton, example=example,
+                                                      paired=bool(original or candidate))
             if example:
                 registry.get(example)  # an unknown id answers at once, before a process starts
             if skeleton:

@@ -84,12 +84,15 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
             file, shown = svc.roots.file(path), path
         else:
             assert source is not None
-            shown = _inline_name(language, filename)
-            file = Path(tmp) / shown
+            rel = _inline_name(language, filename)
+            shown = filename or rel  # the client's own name for it
+            file = Path(tmp).joinpath(*rel.split("/"))
+            file.parent.mkdir(parents=True, exist_ok=True)
             file.write_text(svc.roots.text(source), encoding="utf-8")
         results = api.suggest(file, store=svc.store, kernel=kernel, k=k, bound=bound, target=target, **extra)
     for r in results:
         r.path = shown  # the client's name for the file, not the server's (or a temporary) path
+        r.notes = [n.replace(str(file), shown) for n in r.notes]
     applies = any(render.applies(r) for r in results)
     data: dict[str, Any] = {"schema": "skel.suggest/1", "applies": applies, "target": _target_dict(target),
                             "kernels": [r.to_dict() for r in results]}
@@ -124,12 +127,30 @@ def apply(svc: Service, skeleton_id: str, kernel: str, *, path: str | None = Non
                        f"```diff\n{diff}```\n")
 
 
+def verify_skeleton(skeleton_id: str | None, *, skeleton: str | None = None, example: str | None = None,
+                    paired: bool) -> tuple[str | None, str | None]:
+    """``verify``'s (example, skeleton) from ``skeleton_id``, the name every tool gives a
+    skeleton, and its deprecated names: ``skeleton`` (the technique a change applies) and
+    ``example`` (verify the skeleton's own pair). ``skeleton_id`` with a pair (``paired``:
+    original or candidate given) is the technique applied; alone, the example to verify."""
+    named = {v for v in (skeleton_id, skeleton) if v}
+    if len(named) > 1:
+        raise UsageError("give the skeleton once, as skeleton_id (skeleton is its deprecated name)")
+    sid = next(iter(named), None)
+    if example:  # the deprecated spelling keeps its meaning, with or without a technique named
+        return example, sid
+    return (None, sid) if paired else (sid, None)
+
+
 def _inline_name(language: str | None, filename: str | None) -> str:
     if filename:
-        name = Path(filename).name  # a name only: inline source is never written where the client says
-        if not name or name in (".", ".."):
-            raise UsageError(f"filename {filename!r}: give a file name such as kernel.py or gemm.cu")
-        return name
+        # its folders kept (facts read off a path hold: a serving engine's package, a backend
+        # folder), but only under the server's temporary folder: no `..`, no root, no drive
+        parts = [p for p in filename.replace("\\", "/").split("/") if p not in ("", ".", "..") and not p.endswith(":")]
+        if not parts or filename.replace("\\", "/").endswith("/"):
+            raise UsageError(f"filename {filename!r}: give a file name such as kernel.py or gemm.cu, or its path "
+                             "(sglang/srt/layers/norm.py)")
+        return "/".join(parts)
     if not language:
         return LANGUAGE_FILE["triton"]
     try:

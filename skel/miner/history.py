@@ -11,6 +11,12 @@ parsed again, in this run or the next). Kernels are matched by name across the c
 ``HistoryEvent``; a changed kernel no technique explains but whose message or tracked
 launch/tile facts look like an optimisation becomes a ``Draft`` for a person to review.
 
+A repository's progress is kept under its identity (its remote, else its resolved
+location: ``GitSource.origin``), not its folder's name: two mirrors both named ``repo`` are
+two histories. Its events carry a label (``history_label``): the remote's ``owner/name``,
+else the folder's name (its parent's, for a folder named like ``repo``), made unique in the
+store.
+
 Commits are handled in batches; after each batch its records and then the repository's
 marker (last commit) are written (skel/store/history.py), so an interrupted run loses at
 most a batch and a re-run reads only commits after the marker.
@@ -26,11 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from skel.errors import UsageError
 from skel.miner import changes
 from skel.miner.mine import FactsCache, extract_many, walk_hint
-from skel.miner.sources import GitBlobs, GitSource
+from skel.miner.sources import GitBlobs, GitSource, repo_identity
 from skel.miner.walk import Skipped, SourceFile
-from skel.store.history import Draft, HistoryEvent, HistoryStore, RepoState, record_id
+from skel.store.history import Draft, HistoryEvent, HistoryStore, RepoState, record_id, same_path
 
 Progress = Callable[[int, int, str], None]
 BATCH = 300  # commits per batch: one parallel extraction and one write each
@@ -62,7 +69,7 @@ class Commit:
 
 @dataclass
 class HistoryReport:
-    repo: str
+    repo: str  # the label its events carry
     root: str
     tip: str
     start: str | None = None  # the commit the walk started after (None: from the first)
@@ -82,6 +89,7 @@ class HistoryReport:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     jobs: int = 1
+    identity: str = ""  # which repository (its remote, else its resolved location)
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -211,6 +219,58 @@ def diff_commit(repo: str, c: Commit, blobs: dict[str, SourceFile | Skipped],
     return events, drafts, touched
 
 
+#: folder names that say nothing of the repository: a label uses the folder above instead
+GENERIC_NAMES = {"repo", "repos", "repository", "src", "source", "code", "git", "mirror", "checkout", "clone"}
+
+
+def history_label(src: GitSource) -> str:
+    """A label for the repository's events: its remote's ``owner/name`` (the path after the
+    host, ``github.com/fla-org/flash-linear-attention`` -> ``fla-org/flash-linear-attention``),
+    else its folder's name (``.git`` dropped), or, for a folder named like ``repo``
+    (``GENERIC_NAMES``), the folder above it."""
+    remote = repo_identity(src.cwd)
+    if remote and not remote.startswith("/") and remote.count("/") >= 2:
+        return remote.split("/", 1)[1]
+    folder = src.cwd.resolve()
+    if folder.name == ".git":
+        folder = folder.parent
+    if src.name.lower() in GENERIC_NAMES and folder.parent.name:
+        return folder.parent.name
+    return src.name
+
+
+def _unique_label(label: str, src: GitSource, taken: set[str]) -> str:
+    """``label``, or a longer one when another repository of the store has it."""
+    folder = src.cwd.resolve()
+    if folder.name == ".git":
+        folder = folder.parent
+    tries = [label, f"{label}/{src.subpath}" if src.subpath else "",
+             f"{folder.parent.name}/{src.name}" if folder.parent.name else ""]
+    for t in tries:
+        if t and t not in taken:
+            return t
+    n = 2
+    while f"{label}~{n}" in taken:
+        n += 1
+    return f"{label}~{n}"
+
+
+def _repository(src: GitSource, hs: HistoryStore, name: str | None, root: str) -> tuple[str, RepoState | None]:
+    """(label, state) of the repository ``src`` reads: found by its identity; ``name`` (the
+    --source given) labels it, and must not be another repository's label."""
+    identity = src.origin
+    if name:
+        state = hs.state(name)
+        if state is not None and state.identity != identity and (state.identity or not same_path(state.root, root)):
+            raise UsageError(f"the history store already has a repository named {name!r}, mined from "
+                             f"{state.identity or state.root}; this one is {identity}: give it another --source NAME")
+        return name, state
+    state = hs.state_of(identity, root)
+    if state is not None:
+        return state.repo, state
+    return _unique_label(history_label(src), src, set(hs.states())), None
+
+
 def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | None = None, rev: str = "HEAD",
                  since: str | None = None, max_commits: int | None = None, jobs: int | None = None,
                  cache_root: Path | None = None, progress: Progress | None = None) -> HistoryReport:
@@ -219,10 +279,12 @@ def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | 
     missing repository or revision, OSError when git fails."""
     t0 = time.perf_counter()
     src = GitSource(repo_path, rev, name=name)
-    cwd, repo = src.cwd, src.name
+    root = str(Path(repo_path).resolve())
+    cwd = src.cwd
+    repo, state = _repository(src, hs, name, root)
     jobs = jobs or min(2, os.cpu_count() or 1)
-    report = HistoryReport(repo=repo, root=str(repo_path), tip=src.commit, since=since, jobs=jobs)
-    state = hs.state(repo)
+    report = HistoryReport(repo=repo, root=str(repo_path), tip=src.commit, since=since, jobs=jobs,
+                           identity=src.origin)
     rev_range = src.commit
     if state is not None:
         report.start = state.last_commit
@@ -277,8 +339,8 @@ def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | 
         done_commits += len(batch)
         end = i + BATCH >= len(commits)
         last = src.commit if end and not report.more else (batch[-1].sha if batch else last)
-        hs.commit_batch(events, drafts, RepoState(repo=repo, root=str(Path(repo_path).resolve()), last_commit=last,
-                                                  since=since, commits=done_commits,
+        hs.commit_batch(events, drafts, RepoState(repo=repo, root=root, last_commit=last, since=since,
+                                                  commits=done_commits, identity=src.origin,
                                                   updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
         if progress:
             progress(min(i + BATCH, len(commits)), len(commits), "commits")

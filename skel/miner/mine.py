@@ -18,10 +18,12 @@ import json
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 from collections import Counter
 from concurrent.futures import Future
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -136,9 +138,36 @@ def _transient(value: list[dict] | str) -> bool:
     return isinstance(value, str) and value.startswith((_CRASHED, _TIMED_OUT))
 
 
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while a worker starts: the worker inherits the blocked
+    signal (across its exec too) and ignores it before it lets it through (``_serve``), so
+    no Ctrl-C can reach it in between. One arriving here waits, and is the parent's once
+    the block ends: it is never lost."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _ignore_ctrl_c() -> None:
+    """In a worker: a Ctrl-C at a terminal goes to every process of the foreground group,
+    workers included. Theirs would be a KeyboardInterrupt traceback each (dozens of lines
+    under the parent's one); the parent alone answers it, and ends the workers itself.
+    Ignored first, then unblocked: one that came while it was blocked is dropped."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _serve(conn, fn: Callable) -> None:
     """A parser worker: imports what parsing needs, says "ready" (so a file's time limit
     never counts a slow start), then one job in, ``fn(job)`` out, until told to stop."""
+    _ignore_ctrl_c()
     try:
         # the imports are the warm-up (libcst, 117 ms; tree-sitter's grammars on first use),
         # done here so that a file's time limit never counts them
@@ -177,7 +206,8 @@ class _Worker:
     def __init__(self, ctx, fn: Callable) -> None:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
-        self.proc.start()
+        with _ctrl_c_held():
+            self.proc.start()
         child.close()
         self.ready = False  # its warm-up done
         self.job: int | None = None  # index of the job it holds
@@ -222,9 +252,12 @@ def isolated(jobs_in: list[tuple], workers: int,
     # spawn, not fork: the parent may hold chromadb's threads and sockets
     ctx = multiprocessing.get_context("spawn")
     pending = list(range(len(jobs_in)))[::-1]
-    pool = [_Worker(ctx, fn) for _ in range(min(workers, len(jobs_in)))]
+    pool: list[_Worker] = []
     failed_starts = 0
     try:
+        # inside the try: a Ctrl-C between two starts still ends the workers started
+        for _ in range(min(workers, len(jobs_in))):
+            pool.append(_Worker(ctx, fn))
         while pending or any(w.job is not None for w in pool):
             for w in pool:
                 if w.ready and w.job is None and pending:
@@ -511,7 +544,9 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
                         "or GitSource(repo, rev) from skel.miner.sources")
     t0 = time.perf_counter()
     name, version = source.name, source.version
-    unchanged = stamps.unchanged_report(kb.location, source)
+    # the stamps know nothing of --exclude: a mine with it neither answers from them nor
+    # leaves them (a later plain mine would be answered with this one's excluded files)
+    unchanged = stamps.unchanged_report(kb.location, source) if not exclude else None
     if unchanged is not None:  # nothing on disk changed since the last complete mine
         return unchanged
     stamps.forget(kb.location, name)
@@ -520,13 +555,16 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
     report.replaced = claim_name(kb, source, replace=replace)
 
     files: list[SourceFile] = []
-    for item in source.items():
-        if exclude and (pattern := walk.excluded(item.rel, exclude)):
-            report.skipped.append(Skipped(item.rel, f"excluded (--exclude {pattern})"))
-        elif isinstance(item, Skipped):
-            report.skipped.append(item)
-        else:
-            files.append(item)
+    # a folder --exclude matches is left out by the walk itself, never listed (one skip
+    # entry, "dir/"): an excluded vendored tree costs nothing, however large
+    with walk.excluding(exclude, getattr(source, "prefix", "")):
+        for item in source.items():
+            if exclude and (pattern := walk.excluded(item.rel, exclude)):
+                report.skipped.append(Skipped(item.rel, f"excluded (--exclude {pattern})"))
+            elif isinstance(item, Skipped):
+                report.skipped.append(item)
+            else:
+                files.append(item)
     report.files = len(files) + sum(1 for s in report.skipped if s.rel.endswith(".py"))
     walk_skipped = list(report.skipped)
     backends_by_importers(files)
@@ -568,12 +606,15 @@ def mine(source: Source, kb: KnowledgeBase, *, jobs: int | None = None, embedder
         _store(kb, source, report, changed, facts, kernels_of, embedding, stamp, files, removed, progress)
     finally:
         embedding.close()
-    report.seconds = time.perf_counter() - t0
     started.state = "complete"
     started.finished = time.time()
     started.counts = {"files": report.files, "kernels": report.kernels, "skipped": len(report.skipped)}
     kb.put_source(started)
-    stamps.record(kb.location, source, report, len(files), walk_skipped)
+    if not exclude:
+        stamps.record(kb.location, source, report, len(files), walk_skipped)
+    # everything above counts, the stamps' walk of the tree included (it is as long as the
+    # mine's own walk); the saved report's seconds are its own
+    report.seconds = time.perf_counter() - t0
     return report
 
 

@@ -79,7 +79,9 @@ class Source(ABC):
 
 class DirectorySource(Source):
     """A checkout, a folder or a single file. Name defaults to the directory's name, version
-    to the git HEAD commit when ``path`` is in a git checkout, else ``"unversioned"``.
+    to the git HEAD commit when ``path`` is in a git checkout, else to the version in a
+    ``*.dist-info`` (or ``*.egg-info``) folder beside it or at its root (an unpacked wheel,
+    a folder of ``site-packages``: ``dist_info_version``), else ``"unversioned"``.
     ``prefix`` is put before every rel path (``PackageSource`` uses it)."""
 
     def __init__(self, path: str | os.PathLike, name: str | None = None, version: str | None = None,
@@ -88,7 +90,7 @@ class DirectorySource(Source):
         if not self.path.exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
         self.name = name or self.path.resolve().name
-        self.version = version or git_version(self.path) or "unversioned"
+        self.version = version or git_version(self.path) or dist_info_version(self.path) or "unversioned"
         self.root = str(self.path)
         self.prefix = prefix
         self._origin: str | None = None
@@ -155,22 +157,48 @@ def resolve_package(name: str) -> tuple[Path, str, str]:
 
 
 def _distribution_beside(name: str, root: Path) -> str | None:
-    """The distribution installed in the same directory as ``root`` that provides ``name``
-    (by its ``top_level.txt``, else its ``RECORD``), or None. ``packages_distributions()``
-    answers the same by building the file list of every installed distribution, which is
-    slow beside torch and its kin, on every `skel mine --package`."""
+    """The name of the distribution installed in the same directory as ``root`` that
+    provides ``name`` (``_dist_beside``), or None."""
+    dist = _dist_beside(name, root)
+    return dist.name if dist is not None else None
+
+
+def _dist_beside(name: str, root: Path) -> importlib.metadata.Distribution | None:
+    """The distribution in the same directory as ``root`` that provides ``name`` (by its
+    ``top_level.txt``, else its ``RECORD``), or None. ``packages_distributions()`` answers
+    the same by building the file list of every installed distribution, which is slow
+    beside torch and its kin, on every `skel mine --package`."""
     entry = f"\n{name}/" if root.is_dir() else f"\n{root.name},"
     try:
         for d in importlib.metadata.distributions(path=[str(root.parent)]):
             top = d.read_text("top_level.txt")
             if top is not None:
                 if name in top.split():
-                    return d.name
+                    return d
             elif entry in "\n" + (d.read_text("RECORD") or ""):
-                return d.name
+                return d
     except (OSError, ValueError):
         return None
     return None
+
+
+def dist_info_version(path: Path) -> str | None:
+    """The version an unpacked wheel (or an installed package's folder) records for the code
+    at ``path``: the ``*.dist-info`` beside it that provides it (``pkg/`` next to
+    ``pkg-1.2.dist-info/``, as a wheel unpacks and ``site-packages`` holds them), else the
+    one distribution whose metadata sits at ``path``'s root (the unpacked wheel's folder
+    itself); None when there is none, or several at the root with no way to choose."""
+    try:
+        resolved = path.resolve()
+        name = resolved.name if resolved.is_dir() else resolved.stem
+        dist = _dist_beside(name, resolved)
+        if dist is None and resolved.is_dir():
+            inside = list(importlib.metadata.distributions(path=[str(resolved)]))
+            dist = inside[0] if len(inside) == 1 else None
+        version = dist.version if dist is not None else None
+    except (OSError, ValueError):
+        return None
+    return version.strip() if isinstance(version, str) and version.strip() else None
 
 
 def git_version(root: Path) -> str | None:

@@ -73,18 +73,21 @@ def _walk_stamps(root: Path) -> list[tuple[str, int, int]] | None:
         if root.is_file():
             st = root.stat()
             return [(root.name, st.st_size, st.st_mtime_ns)]
-        seen: set[str] = set()
+        # a folder seen again (through a symlink) is told by its device and inode: one stat
+        # per folder, where resolving each folder's full path made the walk quadratic in depth
+        seen: set[tuple[int, int]] = set()
         stack = [root]
         while stack:
             d = stack.pop()
-            real = os.path.realpath(d)
-            if real in seen:
-                continue
-            seen.add(real)
             st = os.stat(d)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
             out.append((str(d) + "/", st.st_size, st.st_mtime_ns))
             subdirs = []
-            for e in sorted(os.scandir(d), key=lambda e: e.name):
+            with os.scandir(d) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+            for e in entries:
                 if e.is_dir():
                     if not walk.skip_dir(e.name):
                         subdirs.append(Path(e.path))

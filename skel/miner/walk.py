@@ -19,12 +19,14 @@ import hashlib
 import os
 import re
 import stat
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from skel.kernels import extractor_version  # derived from the extractor's sources
-from skel.kernels.configs import config_tables_beside
+from skel.kernels.configs import CONFIG_TABLE_DIR, config_tables_beside
 from skel.kernels.extract import SUFFIXES
 from skel.kernels.guard import MAX_BYTES  # larger files are generated tables, not kernels
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv",
@@ -70,54 +72,80 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(extractor_version().encode() + b"\0" + data).hexdigest()
 
 
+#: ``--exclude`` globs for the walks run inside ``excluding`` (and the prefix the source puts
+#: before each rel path): ``discover`` prunes a folder they match instead of descending
+_EXCLUDE: ContextVar[tuple[tuple[str, ...], str]] = ContextVar("skel_walk_exclude", default=((), ""))
+
+
+@contextmanager
+def excluding(patterns: Iterable[str], prefix: str = "") -> Iterator[None]:
+    """Within this block, every ``discover`` leaves out the folders a glob of ``patterns``
+    matches (see ``excluded_dir``) without listing them: one ``Skipped`` entry stands for
+    the folder. ``prefix`` is what the source puts before each rel path (a package's
+    ``name/``), since the globs match the paths as the miner reports them. A context rather
+    than an argument, so every source built on ``discover`` prunes without knowing of it."""
+    token = _EXCLUDE.set((tuple(patterns), prefix))
+    try:
+        yield
+    finally:
+        _EXCLUDE.reset(token)
+
+
 def discover(root: Path) -> Iterator[SourceFile | Skipped]:
-    """Yield every readable .py file under ``root`` (or ``root`` itself if a file)."""
+    """Yield every readable .py file under ``root`` (or ``root`` itself if a file).
+
+    Linear in the size of the tree: each folder is listed once and stat'ed once (its
+    device and inode tell a folder seen again through a symlink), and rel paths are built
+    as the walk goes down, never recomputed from the root. Only a symlink costs a
+    resolution of its full path (is it inside the mined root?)."""
     root = Path(root)
     if root.is_file():
         yield _read(root, root.name)
         return
-    seen: set[str] = set()
+    patterns, prefix = _EXCLUDE.get()
+    seen: set[tuple[int, int]] = set()
     top = os.path.realpath(root)
-    stack = [root]
+    stack: list[tuple[str, str]] = [(str(root), "")]  # (path, rel: "" for the root)
     while stack:
-        d = stack.pop()
+        d, rel = stack.pop()
         try:
-            real = os.path.realpath(d)
-        except OSError as exc:  # pragma: no cover - realpath rarely fails
-            yield Skipped(_rel(d, root), f"unresolvable directory: {exc.strerror}")
-            continue
-        if real in seen:
-            yield Skipped(_rel(d, root), "symlink loop (directory already visited)")
-            continue
-        seen.add(real)
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            st = os.stat(d)
         except OSError as exc:
-            yield Skipped(_rel(d, root), f"unreadable directory: {exc.strerror}")
+            yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            yield Skipped(rel or ".", "symlink loop (directory already visited)")
+            continue
+        seen.add(key)
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
             continue
         subdirs = []
+        beside = any(e.name == CONFIG_TABLE_DIR for e in entries)  # a configs/ folder of tuned tables
         for e in entries:
+            erel = f"{rel}/{e.name}" if rel else e.name
             try:
                 if e.is_symlink() and not _inside(os.path.realpath(e.path), top):
                     # following it could mine /, or someone else's tree: as in a git tree, not followed
-                    yield Skipped(_rel(Path(e.path), root), "symlink leading outside the mined root (not followed)")
+                    yield Skipped(erel, "symlink leading outside the mined root (not followed)")
                     continue
                 if e.is_dir():  # follows symlinks; loops are caught by `seen`
-                    if not skip_dir(e.name):
-                        subdirs.append(Path(e.path))
+                    if skip_dir(e.name):
+                        continue
+                    if patterns and (pattern := excluded_dir(prefix + erel, patterns)):
+                        yield Skipped(erel + "/", f"excluded (--exclude {pattern})")  # never listed
+                        continue
+                    subdirs.append((e.path, erel))
                 elif wanted(e.name):
-                    yield _read(Path(e.path), _rel(Path(e.path), root))
+                    yield _read(Path(e.path), erel, tables=beside)
             except OSError as exc:
                 reason = "symlink loop" if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}"
-                yield Skipped(_rel(Path(e.path), root), reason)
+                yield Skipped(erel, reason)
         stack.extend(reversed(subdirs))
-
-
-def _rel(p: Path, root: Path) -> str:
-    try:
-        return p.relative_to(root).as_posix()
-    except ValueError:
-        return p.as_posix()
 
 
 def _inside(real: str, top: str) -> bool:
@@ -128,7 +156,9 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a ch
           stat.S_IFBLK: "a block device"}
 
 
-def _read(path: Path, rel: str) -> SourceFile | Skipped:
+def _read(path: Path, rel: str, *, tables: bool = True) -> SourceFile | Skipped:
+    """The file's ``SourceFile``, or why it is skipped; ``tables``: False when the walk saw
+    no ``configs/`` folder beside it (no need to look again)."""
     try:
         # O_NONBLOCK: opening a FIFO (named like a source file) must not wait for a writer;
         # what is open is then checked, so a file swapped for a FIFO after a stat is caught too
@@ -153,7 +183,7 @@ def _read(path: Path, rel: str) -> SourceFile | Skipped:
             return Skipped(rel, "broken symlink")
         return Skipped(rel, f"unreadable: {exc.strerror or exc}")
     item = decode(rel, data)
-    if isinstance(item, SourceFile):
+    if isinstance(item, SourceFile) and tables:
         item.with_tables(config_tables_beside(path))
     return item
 
@@ -188,6 +218,17 @@ def excluded(rel: str, patterns: Iterable[str]) -> str | None:
         pattern = pattern.strip("/")
         if any(fnmatch.fnmatchcase(n, pattern) for n in names):
             return pattern
+    return None
+
+
+def excluded_dir(rel: str, patterns: Iterable[str]) -> str | None:
+    """The first glob in ``patterns`` that excludes every file under the folder ``rel``, or
+    None: one matching the folder's whole relative path. (Its parents were checked when the
+    walk entered them; ``excluded`` of a file under it then always matches, and a folder no
+    glob matches here may still hold files a glob matches by name or whole path.)"""
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(rel, pattern.strip("/")):
+            return pattern.strip("/")
     return None
 
 

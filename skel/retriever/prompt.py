@@ -82,12 +82,22 @@ def top_suggestion(results: list[KernelResult]) -> tuple[KernelResult, Suggestio
     return (gs[0][0].r, gs[0][0].s) if gs else None
 
 
-def verify_command(path: str, skeleton_id: str) -> str:
-    """The `skel verify` call that checks the change: the original file against a changed
-    copy beside it, named after the skeleton so several attempts do not collide."""
+def verify_command(path: str, skeleton_id: str, kernel: str | None = None) -> str:
+    """The command that checks the change: the original file against a changed copy beside
+    it, named after the skeleton so several attempts do not collide. A file that is not a
+    harness itself (docs/harness.md) first gets one from `skel harness`, in the working folder."""
     p = Path(path)
     candidate = p.with_name(f"{p.stem}_{skeleton_id.replace('-', '_')}{p.suffix or '.py'}")
-    return f"skel verify {shlex.quote(path)} {shlex.quote(str(candidate))} --skeleton {skeleton_id}"
+    verify = f"skel verify {shlex.quote(path)} {shlex.quote(str(candidate))} --skeleton {skeleton_id}"
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace") if p.suffix == ".py" else ""
+    except OSError:  # a path the caller names but this process cannot read: said as for a kernel file
+        text = "\n"
+    if not text or ("SHAPES" in text and "def make_inputs" in text) or "def get_inputs" in text:
+        return verify  # CUDA C++, a harness or a KernelBench problem: verify reads it as it is
+    harness = shlex.quote(f"{p.stem}_harness.py")  # in the working folder: the line stays short
+    name = f" --kernel {shlex.quote(kernel)}" if kernel else ""
+    return f"skel harness {shlex.quote(path)}{name} -o {harness} && {verify} --harness {harness}{name}"
 
 
 def _clip(line: str, n: int = _LINE_MAX) -> str:

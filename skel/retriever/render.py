@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from skel.retriever.suggest import KernelResult, Suggestion
+from skel.retriever.suggest import WEIGHTS, KernelResult, Suggestion
 from skel.retriever.wording import checked_line, evidence_line, split_why, template_diff, verified_line
 
 
@@ -86,7 +86,68 @@ def _counts(r: KernelResult) -> str:
     return ", ".join(parts)
 
 
-def text(results: list[KernelResult], show_template: bool = True) -> str:
+def _measured(s: Suggestion) -> str:
+    """"measured 1.48x on NVIDIA H200" from the runs behind the status, or ""."""
+    v = s.verification
+    if not v.speedup or v.speedup <= 1.0:
+        return ""
+    timed = [r for r in v.records if r.speedup and r.measure == "kernel" and r.device]
+    best = max(timed, key=lambda r: r.speedup or 0.0) if timed else None
+    where = f" on {best.device}" if best is not None else ""
+    if s.status == "stale" and best is not None and best.triton:  # measured, but not on the target's Triton
+        where += f" with Triton {'.'.join(best.triton.split('.')[:2])}"
+    return f"measured {v.speedup:.2f}x{where}"
+
+
+def _share(x: float) -> str:
+    return f"{x:.0%}" if x >= 0.005 else "under 1%"
+
+
+def ranked_by(s: Suggestion, r: KernelResult) -> str:
+    """What put the suggestion where it is, in words, for one line under it: the tier and
+    measured evidence first (they decide before any score), then the score's weightiest
+    components (``skel.retriever.suggest.WEIGHTS``) that say something about this kernel;
+    "" when nothing does. ``--explain`` prints the components themselves."""
+    basis = s.verification.basis or s.verification.status
+    first = []
+    if s.kind == "related":
+        first.append("only its words match your kernel (no structural fit), ranked by them")
+    if s.status == "refuted" or basis.value == "refuted":
+        first.append("refuted where it was measured: last of its tier")
+    elif basis.value == "no-effect":
+        first.append("measured no effect: below the untested ones of its tier")
+    c = s.components
+    said: list[tuple[float, str]] = []
+    if measured := _measured(s):
+        said.append((WEIGHTS["evidence"] * c.get("evidence", 0.0), measured))
+    if c.get("support", 0.0) >= 0.05:
+        said.append((WEIGHTS["support"] * c["support"],
+                     f"mined kernels like yours use it ({c['support']:.0%} of the nearest, by similarity)"))
+    if c.get("facts", 0.0) >= 0.3:
+        said.append((WEIGHTS["facts"] * c["facts"],
+                     f"a mined kernel using it shares {c['facts']:.0%} of your kernel's structure"))
+    held = round(c.get("specificity", 0.0) * 3)
+    if held >= 2:
+        said.append((WEIGHTS["specificity"] * c["specificity"],
+                     f"{held}{' or more' if held == 3 else ''} of its conditions hold at lines of yours"))
+    if r.store_kernels >= 20 and c.get("rarity", 0.0) >= 0.9:  # a share of a handful says nothing
+        said.append((WEIGHTS["rarity"] * c["rarity"],
+                     f"its conditions single your kernel out (they fit {_share(1.0 - c['rarity'])} of mined kernels)"))
+    if c.get("bound") == 1.0:
+        bound = (r.profile or {}).get("bound")
+        said.append((WEIGHTS["bound"], f"it addresses the {bound}-bound bottleneck" if bound else
+                     "it addresses the bottleneck given"))
+    if s.kind != "related" and c.get("lexical", 0.0) >= 0.75:
+        said.append((WEIGHTS["lexical"] * c["lexical"], "its documentation shares words with your kernel"))
+    if s.occurrences and c.get("prevalence", 0.0) >= 0.5:
+        said.append((WEIGHTS["prevalence"] * c["prevalence"], f"{s.occurrences} mined kernels use it"))
+    said.sort(key=lambda t: -t[0])
+    return "; ".join(first + [words for _, words in said[:3]])
+
+
+def text(results: list[KernelResult], show_template: bool = True, explain: bool = False) -> str:
+    """The answer for a terminal. ``explain`` adds each suggestion's ranking components
+    (the ``rank:`` line: the numbers its score sums, as JSON always carries them)."""
     out: list[str] = []
     for r in results:
         head = f"{r.kernel}  {r.path}:{r.line_start}-{r.line_end}"
@@ -132,8 +193,11 @@ def text(results: list[KernelResult], show_template: bool = True) -> str:
             out.append(f"     verified: {verified_line(s)}")
             if s.track_record:
                 out.append(f"     hand-checked: {checked_line(s)}")
-            comps = " ".join(f"{k}={v:.2f}" for k, v in s.components.items())
-            out.append(f"     rank: {comps}")
+            if reason := ranked_by(s, r):
+                out.append(f"     ranked by: {reason}")
+            if explain:
+                comps = " ".join(f"{k}={v:.2f}" for k, v in s.components.items())
+                out.append(f"     rank: {comps} (score {s.score:.2f}; weights in skel/retriever/suggest.py)")
             if show_template:
                 out.append("     template:")
                 out.extend("       " + ln for ln in template_diff(s).splitlines())

@@ -79,11 +79,28 @@ def refuse_scaffold(skeleton_id: str) -> None:
 
 
 def get(skeleton_id: str) -> Skeleton:
+    """The skeleton ``skeleton_id``. Raises NotFoundError, in one line naming the closest
+    ids (``unknown_id``): every way a person names a skeleton ends here (`skel skeletons
+    show`, `--why-not`, `skel verify --example`, `skel apply`, the MCP tools)."""
     for s in all_skeletons():
         if s.id == skeleton_id:
             return s
-    known = ", ".join(s.id for s in all_skeletons())
-    raise NotFoundError(f"no skeleton {skeleton_id!r}; known: {known}")
+    raise NotFoundError(unknown_id(skeleton_id, [s.id for s in all_skeletons()]))
+
+
+def unknown_id(skeleton_id: str, known: list[str]) -> str:
+    """The message for an id not in ``known``: the close ones by spelling (case aside), not
+    the whole catalog ("unknown skeleton 'onlne-softmax'; did you mean online-softmax?")."""
+    import difflib  # 3 ms to import: only a mistyped id pays it
+
+    wanted = skeleton_id.strip().lower().replace("_", "-")
+    close = [wanted] if wanted in known else difflib.get_close_matches(wanted, known, n=3, cutoff=0.6)
+    if not close and len(wanted) >= 3:  # a part of the id: "int64" for int64-offsets
+        close = [k for k in known if wanted in k][:3]
+    if close:
+        return f"unknown skeleton {skeleton_id!r}; did you mean {' or '.join(close)}?"
+    return (f"unknown skeleton {skeleton_id!r}; none is close (`skel skeletons list`, or the MCP tool `list`, "
+            f"has the {len(known)} ids)")
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,9 @@ Three files under ``<store>/history/``:
 - ``drafts.jsonl`` — one ``Draft`` per changed kernel that looks like an optimisation no
   skeleton explains, with its review (pending / accepted / rejected);
 - ``state.json``  — per repository: the last commit mined and the ``--since`` used, so a
-  re-run reads only newer commits.
+  re-run reads only newer commits. A repository is known by its identity (its remote, else
+  its resolved location: ``GitSource.origin``), never by its folder's name, and shown under
+  a label (``RepoState.repo``, the ``repo`` of its events) unique in the store.
 
 Crash safety: every write replaces a whole file through a temporary file and a rename, so
 a file is either the old one or the new one, never half written. A batch writes events and
@@ -94,12 +96,20 @@ class Draft(Change):
 
 @dataclass
 class RepoState:
-    repo: str
+    repo: str  # its label: what its events say (``owner/name``, a folder's name), unique in the store
     root: str  # where the repository was read from (export reads blobs from it)
     last_commit: str  # the newest commit mined; the next run starts after it
     since: str | None = None  # the --since of the first run (later runs continue after last_commit)
     commits: int = 0  # commits read so far
     updated: str = ""
+    # which repository it is (``GitSource.origin``: the remote, else the resolved location);
+    # "" in a state written before identities (then only its root tells)
+    identity: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RepoState":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 @dataclass
@@ -126,6 +136,14 @@ class TechniqueHistory:
 
 
 R = TypeVar("R", bound=Change)
+
+
+def same_path(a: str, b: str) -> bool:
+    """Do two paths name the same place (resolved)?"""
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError):
+        return a == b
 
 
 class HistoryStore:
@@ -174,10 +192,24 @@ class HistoryStore:
             return {}
         except (OSError, ValueError) as exc:
             raise StoreError(f"{path}: unreadable history state ({exc}); delete it to mine history again") from exc
-        return {k: RepoState(**v) for k, v in data.items()}
+        return {k: RepoState.from_dict(v) for k, v in data.items()}
 
     def state(self, repo: str) -> RepoState | None:
+        """The state of the repository labelled ``repo``."""
         return self.states().get(repo)
+
+    def state_of(self, identity: str, root: str) -> RepoState | None:
+        """The state of the repository ``identity`` (``GitSource.origin``). A state written
+        before identities were recorded is this repository's when it was read from the
+        same resolved ``root``."""
+        states = list(self.states().values())
+        for st in states:
+            if st.identity == identity:
+                return st
+        for st in states:
+            if not st.identity and same_path(st.root, root):
+                return st
+        return None
 
     def by_technique(self, kind: str = "introduced") -> dict[str, TechniqueHistory]:
         """Events of one kind grouped by technique, latest first."""

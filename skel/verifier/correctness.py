@@ -8,7 +8,14 @@ The rules that make a pass mean something:
 - NaN or Inf in an output never passes, even where the reference has one too, unless the
   reference has the same non-finite value at the same place;
 - inputs must be unchanged after the run (a kernel that writes into its inputs, or whose
-  outputs alias them, fails).
+  outputs alias them, fails);
+- every input and output sits in a buffer with poisoned guard bands (``guards.py``): a write
+  past a tensor's end changes a band and fails, naming the tensor and the offset; a read past
+  an input's end reads NaN into an output, and reruns say which input and which side;
+- error relative to the original: where the candidate's largest error (against the float64
+  reference) is above a floor of a few ulps (``error_floor``), the original runs on the same
+  inputs, and a candidate error ``RATIO`` (50) times the original's or more fails even inside
+  the tolerance (a dropped term, a lowered precision the tolerance hides).
 
 The stage (``same_results``) adds what defeats a candidate tuned to the check: several seeds
 per shape run back to back (a result cached for repeated inputs, or work done only on the
@@ -24,11 +31,18 @@ the case is inconclusive and said so; a stage where nothing was conclusive is an
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from skel.verifier import guards
 from skel.verifier.harness import Harness
+
+#: a candidate whose error is this many times the original's (and above ``error_floor``) is wrong
+RATIO = 50.0
+#: the floor, in units of the output dtype's machine epsilon, before scaling
+ULPS = 4
 
 
 @dataclass
@@ -45,6 +59,8 @@ class OutputCheck:
     note: str = ""
     tol_ratio: float = 0.0  # worst |out - ref| / (atol + rtol * |ref|): <= 1 passes
     nonfinite: int = 0  # NaN/Inf where the reference is finite (poison left: never written?)
+    scale: float = 0.0  # largest finite |reference|
+    floor: float = 0.0  # error_floor: below it, no comparison with the original's error (0: none)
 
     @property
     def ok(self) -> bool:
@@ -107,7 +123,7 @@ def compare(out: Any, ref: Any, atol: float, rtol: float, index: int) -> OutputC
     o_all = out.detach().reshape(-1)
     r_all = ref.detach().to(o_all.device).reshape(-1)
     n = o_all.numel()
-    max_abs = max_rel = max_ratio = 0.0
+    max_abs = max_rel = max_ratio = scale = 0.0
     bad_total = nonfinite_total = 0
     for start in range(0, n, _CHUNK):
         o = o_all[start:start + _CHUNK].to(torch.float64)
@@ -120,12 +136,14 @@ def compare(out: Any, ref: Any, atol: float, rtol: float, index: int) -> OutputC
         ratio = diff / (atol + rtol * r.abs()).clamp_min(1e-300)
         nonfinite = int((~finite & ~same_nonfinite).sum())
         max_abs = max(max_abs, float(diff.max()))
+        scale = max(scale, float(torch.where(torch.isfinite(r), r.abs(), torch.zeros_like(r)).max()))
         max_rel = max(max_rel, float(rel.max()))
         max_ratio = float("inf") if nonfinite else max(max_ratio, float(ratio.max()))
         bad_total += int(bad.sum())
         nonfinite_total += nonfinite
     return OutputCheck(index, max_abs, max_rel, bad_total, int(n), atol, rtol,
-                       tol_ratio=float("inf") if nonfinite_total else max_ratio, nonfinite=nonfinite_total)
+                       tol_ratio=float("inf") if nonfinite_total else max_ratio, nonfinite=nonfinite_total,
+                       scale=scale)
 
 
 _CHUNK = 1 << 26
@@ -150,27 +168,95 @@ def unchanged(x: Any, saved: Any) -> bool:
     return bool(torch.equal(x.contiguous().view(bits), saved.contiguous().view(bits)))
 
 
+def error_floor(dtype: Any, length: int, scale: float) -> float:
+    """The error below which a candidate is never compared with the original's error:
+    ``ULPS`` ulps of the output dtype (its machine epsilon), times the square root of the
+    reduction length (rounding errors of a sum of ``length`` terms grow about as its square
+    root), times the output's largest |reference| (1 where that is 0). 0 for a non-float
+    output, which the tolerance alone judges."""
+    import torch  # torch: 0.8 s to import; only once a kernel runs
+
+    if not getattr(dtype, "is_floating_point", False):
+        return 0.0
+    return ULPS * torch.finfo(dtype).eps * math.sqrt(max(1, length)) * (scale if scale > 0 else 1.0)
+
+
+def reduction_length(inputs: Any, outputs: Any, flops: int | None = None) -> int:
+    """How many terms go into one output element, estimated: the largest float input's
+    elements per output element, or the harness's flops per output element where that is
+    larger (a matmul: about 2K). At least 1."""
+    import torch  # torch: 0.8 s to import; only once a kernel runs
+
+    n_out = sum(o.numel() for o in outputs if isinstance(o, torch.Tensor)) or 1
+    n_in = max((x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.dtype.is_floating_point), default=0)
+    per_out = max((n_in // o.numel() for o in outputs if isinstance(o, torch.Tensor) and o.numel()), default=1)
+    return max(1, per_out, (flops or 0) // n_out)
+
+
+def set_floors(checks: list[OutputCheck], outputs: Any, length: int) -> None:
+    for c in checks:
+        if 0 <= c.index < len(outputs) and not c.note:
+            c.floor = error_floor(getattr(outputs[c.index], "dtype", None), length, c.scale)
+
+
+def guard_checks(gin: dict[int, guards.Guarded], gout: dict[int, guards.Guarded], atol: float, rtol: float
+                 ) -> list[OutputCheck]:
+    """A failed check for every guarded tensor a kernel wrote outside of."""
+    out = []
+    for idx, g in [*((i, g) for i, g in gout.items()), *((-1 - i, g) for i, g in gin.items())]:
+        why = guards.violation(g)
+        if why:
+            out.append(OutputCheck(idx, float("nan"), float("nan"), 1, 1, atol, rtol, note=why))
+    return out
+
+
+def unexpected_nonfinite(outputs: Any, ref: Any) -> int:
+    """NaN/Inf output elements where the reference is finite."""
+    import torch  # torch: 0.8 s to import; only once a kernel runs
+
+    n = 0
+    for o, r in zip(outputs, ref):
+        if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor) and o.shape == r.shape:
+            n += int((~torch.isfinite(o.detach().to(torch.float64)) & torch.isfinite(r.to(o.device))).sum())
+    return n
+
+
+def blame_reads(checks: list[OutputCheck], source: str) -> None:
+    """Say on every output with unexpected NaN/Inf that they come from a read past an input."""
+    for c in checks:
+        if c.index >= 0 and c.nonfinite and not c.note:
+            c.note = (f"{c.bad}/{c.total} elements wrong, {c.nonfinite} NaN where the reference has a number: "
+                      f"{source}")
+
+
 def run_and_check(h: Harness, launcher: Any, shape: dict[str, int], dtype_name: str, seed: int,
                   device: str, tolerance: tuple[float, float] | None = None) -> list[OutputCheck]:
-    """Fresh inputs for (shape, dtype, seed), poisoned outputs, one run, every output checked.
-    An exception from the launcher leaves as ``LaunchFailed``; one from the harness as itself."""
+    """Fresh inputs for (shape, dtype, seed), poisoned outputs, every tensor in a guarded
+    buffer, one run, every output and every guard checked. An exception from the launcher
+    leaves as ``LaunchFailed``; one from the harness as itself."""
     import torch  # torch: 0.8 s to import; only once a kernel runs
 
     dtype = dtype_of(dtype_name)
     atol, rtol = tolerance or h.tolerance(dtype_name)
-    inputs = h.make_inputs(shape, dtype, seed, device)
-    saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    outputs = h.make_outputs(shape, dtype, device)
-    for o in outputs:
-        poison(o)
-    try:
-        launcher(*inputs, *outputs)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-    except Exception as e:  # the code under test: any failure is its failure
-        raise LaunchFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
+
+    def launch(poisoned: Any = None) -> tuple[list, list, list, dict, dict]:
+        inputs, gin = guards.guard_all(h.make_inputs(shape, dtype, seed, device), poisoned)
+        saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        outputs, gout = guards.guard_all(h.make_outputs(shape, dtype, device), role=1)
+        for o in outputs:
+            poison(o)
+        try:
+            launcher(*inputs, *outputs)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+        except Exception as e:  # the code under test: any failure is its failure
+            raise LaunchFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
+        return inputs, saved, outputs, gin, gout
+
+    inputs, saved, outputs, gin, gout = launch()
     ref = h.reference(*(fp64(x) for x in saved))
     checks = [compare(o, r, atol, rtol, i) for i, (o, r) in enumerate(zip(outputs, ref))]
+    set_floors(checks, outputs, reduction_length(saved, outputs, h.flops(shape, dtype)))
     if len(ref) != len(outputs):
         checks.append(OutputCheck(len(outputs), float("inf"), float("inf"), 1, 1, atol, rtol,
                                   note=f"{len(outputs)} outputs but the reference gives {len(ref)}"))
@@ -178,6 +264,18 @@ def run_and_check(h: Harness, launcher: Any, shape: dict[str, int], dtype_name: 
         if not unchanged(x, s):
             checks.append(OutputCheck(-1 - i, float("nan"), float("nan"), 1, 1, atol, rtol,
                                       note=f"input {i} was modified by the launcher"))
+    checks.extend(guard_checks(gin, gout, atol, rtol))
+    if gin and any(c.nonfinite for c in checks if c.index >= 0):
+        def count(poisoned: Any) -> int:
+            _, _, outs, _, _ = launch(poisoned)
+            return unexpected_nonfinite(outs, ref)
+
+        try:
+            source = guards.nan_source(count, sorted(gin))
+        except LaunchFailed:
+            source = ""
+        if source:
+            blame_reads(checks, source)
     return checks
 
 
@@ -231,9 +329,47 @@ class SameResults:
 Runner = Callable[[Any, Case], list[OutputCheck]]
 
 
-def judge(res: SameResults, run: Runner, orig: Any, cand: Any, case: Case, why: str = "") -> bool:
+def _num(x: float) -> str:
+    """3.1, 0.05, 1.2e-4: two significant digits, exponents without padding."""
+    if x != 0 and math.isfinite(x) and (abs(x) < 1e-2 or abs(x) >= 1e4):
+        m, e = f"{x:.1e}".split("e")
+        return f"{m}e{int(e)}"
+    return f"{x:.2g}"
+
+
+def far_from_original(run: Runner, orig: Any, case: Case, checks: list[OutputCheck], ratio: float) -> str:
+    """Why the candidate's error, inside the tolerance, is wrong next to the original's on the
+    same inputs, or "". The original runs only where an output's error is above its floor."""
+    suspects = [c for c in checks if c.index >= 0 and c.floor > 0 and c.max_abs_error > c.floor]
+    if not ratio or not suspects:
+        return ""
+    try:
+        orig_checks = run(orig, case)
+    except LaunchFailed:
+        return ""
+    theirs: dict[int, OutputCheck] = {}
+    for c in orig_checks:
+        theirs.setdefault(c.index, c)
+    for c in suspects:
+        o = theirs.get(c.index)
+        if o is None or not o.ok:
+            continue  # the original is not right here either: nothing to compare with
+        if c.max_abs_error >= ratio * o.max_abs_error:
+            times = (f"{float(f'{c.max_abs_error / o.max_abs_error:.3g}'):,.0f}x" if o.max_abs_error > 0
+                     else "the original is exact")
+            return (f"error {_num(c.max_abs_error)} vs the original's {_num(o.max_abs_error)} ({times}) on output "
+                    f"{c.index} — inside the tolerance (atol {c.atol:g}, rtol {c.rtol:g}), but {ratio:g}x the "
+                    f"original's error or more, above the floor {_num(c.floor)}: a dropped or extra term, or "
+                    f"lowered precision?")
+    return ""
+
+
+def judge(res: SameResults, run: Runner, orig: Any, cand: Any, case: Case, why: str = "",
+          ratio: float = RATIO) -> bool:
     """Run the candidate on one case; on a failure, run the original on the same case to
-    decide whose it is. False when the candidate is to blame (``res`` says why)."""
+    decide whose it is. A candidate inside the tolerance whose error is ``ratio`` times the
+    original's (above its floor) is wrong too. False when the candidate is to blame (``res``
+    says why)."""
     try:
         checks = run(cand, case)
         bad = [c for c in checks if not c.ok]
@@ -242,6 +378,10 @@ def judge(res: SameResults, run: Runner, orig: Any, cand: Any, case: Case, why: 
     except LaunchFailed as e:
         checks, failure, raised = [], f"raised {e}", True
     if not raised and not bad:
+        far = far_from_original(run, orig, case, checks, ratio)
+        if far:
+            res.verdict, res.detail = "wrong", f"{case.label}: {far}"
+            return False
         res.absorb(case, checks)
         return True
     try:
@@ -283,6 +423,7 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
                  device: str, tolerance: tuple[float, float] | None = None, fresh: int = 1) -> SameResults:
     """The same-results stage for a harness-format pair (see the module docstring)."""
     res = SameResults()
+    ratio = RATIO if h.error_ratio is None else h.error_ratio
 
     def run(launcher: Any, case: Case) -> list[OutputCheck]:
         return run_and_check(h, launcher, case.shape, case.dtype, case.seed, device, tolerance)
@@ -291,7 +432,8 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
     for name in shape_names:
         for dt in dtypes:
             for s in (seed, seed + 1):
-                if not judge(res, run, orig, cand, Case(name, h.shapes[name], dt, s), REPEAT if s != seed else ""):
+                if not judge(res, run, orig, cand, Case(name, h.shapes[name], dt, s), REPEAT if s != seed else "",
+                             ratio):
                     return res
     # fresh shapes, against special-casing
     rng = random.Random(seed)
@@ -300,7 +442,7 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
         for shape in fresh_shapes(h.shapes[name], fixed, rng, fresh):
             case = Case(f"fresh from {name}", shape, dtypes[0], seed + 7)
             try:
-                ok = judge(res, run, orig, cand, case, "special-cased to the benchmark's shapes?")
+                ok = judge(res, run, orig, cand, case, "special-cased to the benchmark's shapes?", ratio)
             except Exception as e:  # noqa: BLE001 - the harness rejects the shape: say so, go on
                 res.notes.append(f"fresh shape {shape_label(shape)}: the harness cannot make it "
                                  f"({type(e).__name__}: {e}); declare the size in FIXED")
@@ -311,7 +453,7 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
         res.notes.append("no fresh shape was checked (every size is FIXED, or the original fails them)")
     if h.split is not None and shape_names:
         if not check_split(res, h, orig, cand, Case("split", h.shapes[shape_names[0]], dtypes[0], seed), device,
-                           tolerance):
+                           tolerance, ratio):
             return res
     if h.length and shape_names:
         if not check_growth(res, h, orig, cand, h.shapes[shape_names[0]], dtypes[0], seed, device, tolerance):
@@ -329,11 +471,11 @@ def _split_run(h: Harness, launcher: Any, case: Case, device: str,
 
     dtype = dtype_of(case.dtype)
     atol, rtol = tolerance or h.tolerance(case.dtype)
-    inputs = h.make_inputs(case.shape, dtype, case.seed, device)
+    inputs, gin = guards.guard_all(h.make_inputs(case.shape, dtype, case.seed, device))
     whole_in = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     whole_out = h.make_outputs(case.shape, dtype, device)
-    parts_out = h.make_outputs(case.shape, dtype, device)
+    parts_out, gout = guards.guard_all(h.make_outputs(case.shape, dtype, device), role=1)
     for o in (*whole_out, *parts_out):
         poison(o)
     assert h.split is not None
@@ -347,6 +489,8 @@ def _split_run(h: Harness, launcher: Any, case: Case, device: str,
         raise LaunchFailed(f"{type(e).__name__}: {e}") from e
     ref = h.reference(*(fp64(x) for x in saved))
     checks = [compare(o, r, atol, rtol, i) for i, (o, r) in enumerate(zip(parts_out, ref))]
+    set_floors(checks, parts_out, reduction_length(saved, parts_out, h.flops(case.shape, dtype)))
+    checks.extend(guard_checks(gin, gout, atol, rtol))
     for i, (p, w) in enumerate(zip(parts_out, whole_out)):
         c = compare(p, w, atol, rtol, i)
         if not c.ok:
@@ -356,11 +500,11 @@ def _split_run(h: Harness, launcher: Any, case: Case, device: str,
 
 
 def check_split(res: SameResults, h: Harness, orig: Any, cand: Any, case: Case, device: str,
-                tolerance: tuple[float, float] | None) -> bool:
+                tolerance: tuple[float, float] | None, ratio: float = RATIO) -> bool:
     def run(launcher: Any, c: Case) -> list[OutputCheck]:
         return _split_run(h, launcher, c, device, tolerance)
 
-    return judge(res, run, orig, cand, case, "the partitioned run does not match the whole")
+    return judge(res, run, orig, cand, case, "the partitioned run does not match the whole", ratio)
 
 
 # --- error growth with length ------------------------------------------------------------

@@ -116,6 +116,13 @@ class Harness:
     def length(self) -> str | None:
         return self._get("LENGTH", None)
 
+    @property
+    def error_ratio(self) -> float | None:
+        """ERROR_RATIO: how many times the original's error a candidate may reach (above a
+        floor of a few ulps) before it is wrong; None = the verifier's default, 0 = not checked."""
+        v = self._get("ERROR_RATIO", None)
+        return None if v is None else float(v)
+
     def tolerance(self, dtype: str) -> tuple[float, float]:
         atol, rtol = self.module.TOLERANCES[dtype]
         return float(atol), float(rtol)

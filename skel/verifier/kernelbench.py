@@ -6,7 +6,11 @@ Model's state dict where their parameters match, so a difference in results is t
 kernels', not the weights'. KernelBench models *return* their outputs, so the harness
 rules become: the allocator is poisoned with NaN blocks of the outputs' sizes before every
 run (a ``torch.empty`` that is never written returns NaN, not the last run's answer),
-outputs must not share storage with an input, and inputs must be unchanged. Fresh shapes
+outputs must not share storage with an input, and inputs must be unchanged; inputs sit in
+guarded buffers (``guards.py``: a write past an input's end, or a read past it that puts NaN
+in an output, fails; the outputs the model allocates itself cannot be guarded). A candidate
+inside the tolerance whose error is ``ERROR_RATIO`` (default 50) times Model's own error in
+its dtype, against the float64 reference, is wrong (``correctness.far_from_original``). Fresh shapes
 come from perturbing the module-level int constants that ``get_inputs`` reads (and
 ``get_init_inputs`` does not), then calling ``get_inputs`` again.
 
@@ -25,8 +29,10 @@ from types import ModuleType
 from typing import Any
 
 from skel.errors import InputError
-from skel.verifier.correctness import (REPEAT, Case, LaunchFailed, OutputCheck, SameResults, compare, dtype_of, fp64,
-                                       fresh_shapes, judge, shape_label, unchanged)
+from skel.verifier import guards
+from skel.verifier.correctness import (RATIO, REPEAT, Case, LaunchFailed, OutputCheck, SameResults, blame_reads,
+                                       compare, dtype_of, fp64, fresh_shapes, guard_checks, judge, reduction_length,
+                                       set_floors, shape_label, unchanged, unexpected_nonfinite)
 from skel.verifier.harness import Harness
 
 DEFAULT_TOLERANCE = (1e-2, 1e-2)  # KernelBench's own correctness check
@@ -135,18 +141,26 @@ class Problem:
         import torch  # torch: 0.8 s to import; only once a kernel runs
 
         atol, rtol = self.tolerance
-        inputs = self.inputs(case.shape, case.seed)
-        saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        ref = self.reference(saved)
-        _poison_allocator(ref, self.device)
-        try:
-            with torch.no_grad():
-                outs = _tuple(model(*inputs))
-            if self.device.startswith("cuda"):
-                torch.cuda.synchronize()
-        except Exception as e:  # the code under test
-            raise LaunchFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
+
+        def launch(poisoned: Any = None) -> tuple[list, list, tuple, dict]:
+            inputs, gin = guards.guard_all(self.inputs(case.shape, case.seed), poisoned)
+            saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            _poison_allocator(ref, self.device)
+            try:
+                with torch.no_grad():
+                    outs = _tuple(model(*inputs))
+                if self.device.startswith("cuda"):
+                    torch.cuda.synchronize()
+            except Exception as e:  # the code under test
+                raise LaunchFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
+            return inputs, saved, outs, gin
+
+        fresh = self.inputs(case.shape, case.seed)
+        ref = self.reference([x.clone() if isinstance(x, torch.Tensor) else x for x in fresh])
+        inputs, saved, outs, gin = launch()
         checks = [compare(o, r, atol, rtol, i) for i, (o, r) in enumerate(zip(outs, ref))]
+        if self.reference_model is not None:  # Model as is is no reference to measure its own error against
+            set_floors(checks, outs, reduction_length(saved, outs))
         if len(outs) != len(ref):
             checks.append(OutputCheck(len(outs), float("inf"), float("inf"), 1, 1, atol, rtol,
                                       note=f"{len(outs)} outputs but Model gives {len(ref)}"))
@@ -159,6 +173,17 @@ class Problem:
             if not unchanged(x, s):
                 checks.append(OutputCheck(-1 - j, float("nan"), float("nan"), 1, 1, atol, rtol,
                                           note=f"input {j} was modified by the model"))
+        checks.extend(guard_checks(gin, {}, atol, rtol))
+        if gin and any(c.nonfinite for c in checks if c.index >= 0):
+            def count(poisoned: Any) -> int:
+                return unexpected_nonfinite(launch(poisoned)[2], ref)
+
+            try:
+                source = guards.nan_source(count, sorted(gin))
+            except LaunchFailed:
+                source = ""
+            if source:
+                blame_reads(checks, source)
         return checks
 
 
@@ -194,9 +219,11 @@ def same_results(p: Problem, *, fresh: int = 2) -> SameResults:
     res.notes.extend(p.notes)
     p.notes = res.notes  # notes made while running land in the result
     dtype = p.dtype or "(get_inputs' dtype)"
+    r = getattr(p.original, "ERROR_RATIO", None)
+    ratio = RATIO if r is None else float(r)
     for s in (p.seed, p.seed + 1):
         why = REPEAT if s != p.seed else ""
-        if not judge(res, p.run, p.model, p.model_new, Case("get_inputs()", {}, dtype, s), why):
+        if not judge(res, p.run, p.model, p.model_new, Case("get_inputs()", {}, dtype, s), why, ratio):
             return res
     consts = p.constants()
     if not consts:
@@ -208,7 +235,7 @@ def same_results(p: Problem, *, fresh: int = 2) -> SameResults:
     for shape in fresh_shapes(consts, (), rng, fresh):
         case = Case("fresh", shape, dtype, p.seed + 7)
         try:
-            ok = judge(res, p.run, p.model, p.model_new, case, "special-cased to the benchmark's shapes?")
+            ok = judge(res, p.run, p.model, p.model_new, case, "special-cased to the benchmark's shapes?", ratio)
         except Exception as e:  # noqa: BLE001 - Model cannot take the perturbed sizes
             res.notes.append(f"fresh shape {shape_label(shape)}: cannot run ({type(e).__name__}: {e})")
             continue

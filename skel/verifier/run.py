@@ -142,6 +142,8 @@ def _stage_applied_parse(run: _Run) -> tuple[ModuleType | None, ModuleType | Non
     except SyntaxError as e:
         run.stop("applied", "not-applied", f"the candidate does not parse: line {e.lineno}: {e.msg}")
         return None, None
+    if req.harness:  # imported first: a generated harness prepares what the kernel files import
+        hm.Harness.from_file(req.harness)
     orig = import_file(req.original)
     if req.candidate.resolve() == req.original.resolve():
         return orig, orig
@@ -168,6 +170,9 @@ def _load(run: _Run, orig: Any, cand: Any) -> tuple[Any, Any, Any, Any]:
     is_harness = all(hasattr(orig, n) for n in hm.REQUIRED)
     if req.harness or is_harness:
         h = hm.Harness.from_file(req.harness) if req.harness else hm.Harness.from_module(orig, req.original)
+        bind = getattr(h.module, "launcher_for", None)
+        if req.harness and callable(bind) and not req.sides:  # a generated harness (skel harness) launches
+            return h, bind(orig), bind(cand), None  # each file's kernel itself
         if req.sides:
             return h, h.launcher(req.sides[0]), h.launcher(req.sides[1]), None
         if cand is orig:

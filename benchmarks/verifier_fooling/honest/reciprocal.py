@@ -1,0 +1,34 @@
+"""HONEST: one reciprocal per row — the write pass multiplies by 1/sum instead of dividing
+every element (a division per row, not per element).
+Runs: CPU and GPU.
+"""
+
+import triton
+import triton.language as tl
+
+BLOCK = 32
+
+
+@triton.jit
+def recip_kernel(x_ptr, out_ptr, x_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_stride
+    out_row = out_ptr + row * out_stride
+    offs = tl.arange(0, BLOCK)
+    m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        m = tl.maximum(m, tl.load(x_row + start + offs, mask=start + offs < n_cols, other=float("-inf")))
+    row_max = tl.max(m, axis=0)
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        v = tl.load(x_row + start + offs, mask=start + offs < n_cols, other=float("-inf"))
+        s += tl.exp(v - row_max)
+    inv = 1.0 / tl.sum(s, axis=0)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        v = tl.load(x_row + start + offs, mask=mask, other=float("-inf"))
+        tl.store(out_row + start + offs, tl.exp(v - row_max) * inv, mask=mask)
+
+
+def run(x, out):
+    recip_kernel[(x.shape[0],)](x, out, x.stride(0), out.stride(0), x.shape[1], BLOCK=BLOCK)
