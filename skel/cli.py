@@ -168,7 +168,8 @@ def cli(debug: bool) -> None:
               "introduced, removed or refined, and drafts for unexplained optimisations (--rev: up to this commit).")
 @click.option("--since", metavar="DATE", help="With --history: only commits after DATE (first run of a repository).")
 @click.option("--max-commits", type=click.IntRange(1, None), default=None,
-              help="With --history: read at most N commits (oldest first); the next run continues.")
+              help="With --history: read the newest N commits (as `git log -n N`); the next run reads the "
+              "older ones left (and any new ones).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parser processes (default: up to 2).")
 @click.option("--exclude", "exclude", metavar="GLOB", multiple=True,
               help="Leave out files whose relative path, a folder above them or their name matches GLOB "
@@ -328,9 +329,15 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
         click.echo(f"history of {report.repo} is up to date at {report.last_commit[:8]}: no new commit to read "
                    f"({report.seconds:.1f}s)")
         return
-    start = f"after {report.start[:8]}" if report.start else "from the first commit"
-    click.echo(f"mined the history of {report.repo} {start} to {report.last_commit[:8]} in {report.seconds:.1f}s "
-               f"({report.jobs} jobs)")
+    if report.start:
+        span = f"after {report.start[:8]} to {report.last_commit[:8]}"
+    elif report.older and report.older == report.commits_read:
+        span = f"up to {report.last_commit[:8]}"
+    else:
+        span = f"from the first commit to {report.last_commit[:8]}"
+    if report.older:
+        span += f" ({report.older} older commits an earlier --max-commits run left)"
+    click.echo(f"mined the history of {report.repo} {span} in {report.seconds:.1f}s ({report.jobs} jobs)")
     click.echo(table(["commits walked", "read", "touching kernels", "kernel files", "parsed", "from cache",
                       "introduced", "removed", "refined", "drafts", "skipped"],
                      [[report.commits_walked, report.commits_read, report.commits_kernels, report.files_extracted,
@@ -338,7 +345,8 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
                        report.events.get("removed", 0), report.events.get("refined", 0), report.drafts,
                        len(report.skipped)]]))
     if report.more:
-        click.echo(f"stopped after {report.commits_read} commits (--max-commits): run again to continue")
+        click.echo(f"read the newest {report.commits_read} of {report.listed} commits (--max-commits); "
+                   f"{report.left} older ones are left: run again to read them")
     click.echo("events: `skel history list`; drafts to review: `skel skeletons list --drafts`")
 
 

@@ -182,8 +182,9 @@ def test_incremental_and_max_commits(repo, mined, tmp_path):
     store = tmp_path / "store"
     first = mine(repo, store, max_commits=3)
     assert first.more and first.commits_read == 3
+    assert first.last_commit == first.tip and first.left == 5  # the newest 3 (`git log -n 3`); 5 older left
     second = mine(repo, store)
-    assert second.commits_read == 5 and not second.more and second.start == first.last_commit
+    assert second.commits_read == 5 and not second.more and second.older == 5 and second.start is None
     again = mine(repo, store)
     assert again.up_to_date and again.commits_read == 0
     # the same events as one run over the whole history, none twice

@@ -102,9 +102,9 @@ def test_suggest_is_backed_by_real_locations(mined):
 
 def test_fused_recurrent_kda_gets_the_brief_s_tile_fusion(mined):
     """The brief's KDA decode case: V tiles repeat the same fp32 gating/normalisation. The
-    technique fits; its own example measured no effect on the H200, so evidence rules it out
-    of the list and says so, with that run (a pair that shows the brief's 1.71x is what would
-    bring it back)."""
+    technique fits; its own example measured no effect on the H200 (Triton 3.6) and was slower
+    on an H100 (Triton 3.7.1, the installed one), so evidence rules it out of the list and says
+    so, with that run (a pair that shows the brief's 1.71x is what would bring it back)."""
     import importlib.util as iu
 
     from skel.retriever.suggest import load_kernels, suggest_for
@@ -116,5 +116,6 @@ def test_fused_recurrent_kda_gets_the_brief_s_tile_fusion(mined):
 
     res = suggest_for(kf, kb, k=40, embedder=HashEmbedder())
     (ruled,) = [d for d in res.ruled_out_by_evidence if d["id"] == "fuse-redundant-tiles"]
-    assert ruled["status"] == "no-effect" and "no measurable effect" in ruled["line"]
+    assert (ruled["status"], ruled["line"][:1]) in (("no-effect", "n"), ("refuted", "i")), ruled
+    assert "no measurable effect" in ruled["line"] or "slower" in ruled["line"]
     assert "fuse-redundant-tiles" not in [s.id for s in res.suggestions]

@@ -10,7 +10,8 @@ lines each detection points at (``lines``) — and gets back:
   ``tl.exp2`` calls). Facts are compared without line numbers, so moving code is no change;
 - for a change no technique explains, the tracked launch and tile facts that changed
   (num_warps, num_stages, BLOCK sizes, autotune configs, new ``tl.*`` calls), and whether
-  the commit message reads like an optimisation. Together they make a draft candidate.
+  the commit message reads like an optimisation. Together they make a draft candidate,
+  unless the message reads as a fix or a revert (``fix_not_optimisation``).
 """
 
 from __future__ import annotations
@@ -37,10 +38,36 @@ _NUMBER = re.compile(
     r"(?:\s+(less memory|memory|faster|slower|speed-?up|throughput|latency|reduction|improvement))?", re.I)
 
 
+# a test runner's or progress bar's output pasted in a message: its percentages and times
+# are progress, not claims ("tests/x.py::t PASSED  [ 12%]", "[ 6%] Building", " 45%|####  |",
+# "==== 16 passed in 3.21s ====")
+_PROGRESS_MARK = re.compile(r"\[\s*\d{1,3}(?:\.\d+)?\s*%\s*\]")
+_PROGRESS_LINE = re.compile(
+    r"\.py::|\d\s*%\s*\||^\s*=+.*\b(?:passed|failed|errors?|skipped|deselected|warnings?)\b.*=+\s*$|"
+    r"^\s*(?:collected|collecting)\s+\d+\s+items?\b", re.I)
+# pytest's own spelling, case and all: "PASSED", "tests/test_x.py ..F.s"
+_OUTCOME = re.compile(r"\b(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b|\.py\s+(?=[sFExX]*\.)[.sFExX]{2,}(?:\s|$)")
+
+
+def _claims_text(message: str) -> str:
+    """The message without the lines of a test run or progress bar pasted in it (one that
+    starts or ends with a bracketed percentage ``[ 6%]``, a pytest result, a ``45%|###`` bar)
+    and without bracketed percentages wherever else they are."""
+    kept = []
+    for line in message.splitlines():
+        marks = list(_PROGRESS_MARK.finditer(line))
+        at_edge = marks and (not line[:marks[0].start()].strip() or not line[marks[-1].end():].strip())
+        if not (at_edge or _PROGRESS_LINE.search(line) or _OUTCOME.search(line)):
+            kept.append(_PROGRESS_MARK.sub(" ", line))
+    return "\n".join(kept)
+
+
 def numbers(message: str) -> list[str]:
-    """The measurements a commit message states: "1.5x", "30%", "2.1 ms", "-20% memory"."""
+    """The measurements a commit message states: "1.5x", "30%", "2.1 ms", "-20% memory".
+    Numbers in a pasted test run or progress bar (``tests/x.py::t PASSED [ 12%]``,
+    ``[ 6%] ...``, ``45%|###``, ``== 16 passed in 3.21s ==``) are progress, not claims."""
     out = []
-    for m in _NUMBER.finditer(message):
+    for m in _NUMBER.finditer(_claims_text(message)):
         value, times, unit, what = m.groups()
         text = f"{value}{times}" if times else f"{value}{'' if unit == '%' else ' '}{unit}"
         out.append(f"{text} {what}" if what else text)
@@ -49,6 +76,32 @@ def numbers(message: str) -> list[str]:
 
 def optimisation_words(message: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).lower() for m in OPTIMISATION_WORDS.finditer(message)))
+
+
+# a subject that says the commit repairs something: "Fix ...", "fix: ...", "fix(rope): ...",
+# "rms_norm: fix ...", "[Bugfix] ...", "Bug fix ...", "Hotfix ..."
+_FIX = re.compile(r"^\W*(?:[\w./-]+(?:\([^)]*\))?:\s*)?\[?\s*"
+                  r"(?:bug\s*-?\s*fix|hot\s*-?\s*fix|fix)(?:e[sd]|ing)?\b", re.I)
+_REVERT = re.compile(r"^\W*revert\b", re.I)
+_SPEEDUP_WORDS = re.compile(r"\b(?:speed-?ups?|speeds?\s+up|faster)\b", re.I)
+
+
+def states_speedup(message: str) -> bool:
+    """Does the message claim a speed-up: "1.5x", "30% faster", "speedup", "faster"?"""
+    claims = numbers(message)
+    return bool(_SPEEDUP_WORDS.search(_claims_text(message))) or any(
+        c.split()[0][-1] in "x×" or c.endswith(("faster", "speedup", "speed-up", "throughput")) for c in claims)
+
+
+def fix_not_optimisation(message: str) -> str:
+    """Why a commit reads as a fix, not an optimisation ("" when it does not): a revert
+    always; a subject saying fix/bugfix/hotfix unless the message also claims a speed-up."""
+    subject = message.strip().splitlines()[0] if message.strip() else ""
+    if _REVERT.search(subject):
+        return "a revert"
+    if _FIX.search(subject) and not states_speedup(message):
+        return "a fix"
+    return ""
 
 
 def _norm(text: str) -> str:

@@ -9,7 +9,8 @@ parsed again, in this run or the next). Kernels are matched by name across the c
 (a renamed file is followed; a renamed kernel is not) and compared with
 ``skel.miner.changes``: each technique introduced, removed or refined becomes a
 ``HistoryEvent``; a changed kernel no technique explains but whose message or tracked
-launch/tile facts look like an optimisation becomes a ``Draft`` for a person to review.
+launch/tile facts look like an optimisation becomes a ``Draft`` for a person to review
+(never from a fix or a revert: ``changes.fix_not_optimisation``).
 
 A repository's progress is kept under its identity (its remote, else its resolved
 location: ``GitSource.origin``), not its folder's name: two mirrors both named ``repo`` are
@@ -18,8 +19,11 @@ else the folder's name (its parent's, for a folder named like ``repo``), made un
 store.
 
 Commits are handled in batches; after each batch its records and then the repository's
-marker (last commit) are written (skel/store/history.py), so an interrupted run loses at
-most a batch and a re-run reads only commits after the marker.
+marker (last commit, and the ranges of older commits still unread) are written
+(skel/store/history.py), so an interrupted run loses at most a batch and a re-run reads
+only commits after the marker and in those ranges. ``max_commits`` N reads the newest N
+commits to read (as ``git log -n`` does); the older ones are left as unread ranges for the
+next run, which reads them (newest first again when it is limited too).
 """
 
 from __future__ import annotations
@@ -84,7 +88,10 @@ class HistoryReport:
     drafts: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     up_to_date: bool = False
-    more: bool = False  # --max-commits stopped before the tip
+    more: bool = False  # --max-commits left older commits unread (the next run reads them)
+    listed: int = 0  # commits to read this run (changing .py files), before --max-commits
+    left: int = 0  # of those, the older ones --max-commits left for the next run
+    older: int = 0  # commits read that an earlier --max-commits run had left
     last_commit: str = ""
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -184,6 +191,7 @@ def diff_commit(repo: str, c: Commit, blobs: dict[str, SourceFile | Skipped],
 
     numbers = changes.numbers(c.message)
     words = changes.optimisation_words(c.message)
+    fix = changes.fix_not_optimisation(c.message)  # a fix or a revert makes no draft
     events: list[HistoryEvent] = []
     drafts: list[Draft] = []
     touched = False
@@ -206,7 +214,7 @@ def diff_commit(repo: str, c: Commit, blobs: dict[str, SourceFile | Skipped],
             for technique, kind, changed in techniques:
                 events.append(HistoryEvent(id=record_id(repo, c.sha, path, name, technique, kind),
                                            technique=technique, kind=kind, changed=changed, **common))
-            if techniques:  # a skeleton explains it
+            if techniques or fix:  # a skeleton explains it, or the commit repairs something
                 continue
             reasons = []
             if tracked:
@@ -271,11 +279,34 @@ def _repository(src: GitSource, hs: HistoryStore, name: str | None, root: str) -
     return _unique_label(history_label(src), src, set(hs.states())), None
 
 
+def _unread(ranges: list[tuple[str, str]], listed: list[tuple[int, Commit]], done: set[str]) -> list[list[str]]:
+    """The ranges (``RepoState.unread``) of the listed commits not in ``done``, oldest first:
+    each maximal run of unread commits of a range, from the commit before it (or the
+    range's start) up to its last commit (or the range's end, for a run that ends it)."""
+    out: list[list[str]] = []
+    for k, (after, upto) in enumerate(ranges):
+        prev, start = after, None  # start: the "after" of the run of unread commits going on
+        for j, c in listed:
+            if j != k:
+                continue
+            if c.sha in done:
+                if start is not None:
+                    out.append([start, prev])
+                    start = None
+            elif start is None:
+                start = prev
+            prev = c.sha
+        if start is not None:
+            out.append([start, upto])
+    return out
+
+
 def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | None = None, rev: str = "HEAD",
                  since: str | None = None, max_commits: int | None = None, jobs: int | None = None,
                  cache_root: Path | None = None, progress: Progress | None = None) -> HistoryReport:
     """Mine the history of ``repo_path`` (up to ``rev``) into ``hs``; only commits after
-    the last one mined for this repository are read. Raises FileNotFoundError for a
+    the last one mined for this repository, and older ones an earlier ``max_commits`` run
+    left, are read (``max_commits``: the newest N of them). Raises FileNotFoundError for a
     missing repository or revision, OSError when git fails."""
     t0 = time.perf_counter()
     src = GitSource(repo_path, rev, name=name)
@@ -285,31 +316,45 @@ def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | 
     jobs = jobs or min(2, os.cpu_count() or 1)
     report = HistoryReport(repo=repo, root=str(repo_path), tip=src.commit, since=since, jobs=jobs,
                            identity=src.origin)
-    rev_range = src.commit
+    # what to read: (after, upto) ranges, oldest first: the older ones an earlier --max-commits
+    # run left, then the commits after the last one mined ("" after: from the first commit)
+    ranges: list[tuple[str, str]] = [("", src.commit)]
     if state is not None:
-        report.start = state.last_commit
         if since != state.since and since is not None:
             report.notes.append(f"--since {since} ignored: {repo} was first mined with --since "
                                 f"{state.since or '(none)'}; this run continues after {state.last_commit[:8]}")
         since = state.since
-        if state.last_commit == src.commit:
+        ranges = [(after, upto) for after, upto in state.unread]
+        if state.last_commit != src.commit:
+            try:
+                _git(cwd, "merge-base", "--is-ancestor", state.last_commit, src.commit)
+            except OSError as exc:
+                raise OSError(f"the last commit mined ({state.last_commit[:8]}) is not in the history of {rev} "
+                              "(rewritten history?): mine into a new --store") from exc
+            ranges.append((state.last_commit, src.commit))
+            report.start = state.last_commit
+        if not ranges:
             report.up_to_date, report.last_commit = True, state.last_commit
             report.seconds = time.perf_counter() - t0
             return report
-        try:
-            _git(cwd, "merge-base", "--is-ancestor", state.last_commit, src.commit)
-        except OSError as exc:
-            raise OSError(f"the last commit mined ({state.last_commit[:8]}) is not in the history of {rev} "
-                          "(rewritten history?): mine into a new --store") from exc
-        rev_range = f"{state.last_commit}..{src.commit}"
     report.since = since
-    report.commits_walked = count_commits(cwd, rev_range, since)
-    commits = read_log(cwd, rev_range, since)
-    if max_commits is not None and len(commits) > max_commits:
-        commits, report.more = commits[:max_commits], True
+    older = len(state.unread) if state else 0  # ranges below this index are older ones left unread
+    listed: list[tuple[int, Commit]] = []  # (range index, commit), oldest first
+    for k, (after, upto) in enumerate(ranges):
+        rng = f"{after}..{upto}" if after else upto
+        report.commits_walked += count_commits(cwd, rng, since)
+        listed += [(k, c) for c in read_log(cwd, rng, since)]
+    # --max-commits N reads the newest N (as `git log -n` shows); the older ones are kept as
+    # unread ranges in the state, and the next run reads them
+    chosen = listed if max_commits is None else listed[max(len(listed) - max_commits, 0):]
+    commits = [c for _, c in chosen]
+    report.listed, report.left = len(listed), len(listed) - len(chosen)
+    report.older = sum(k < older for k, _ in chosen)
+    report.more = report.left > 0
     cache = FactsCache(cache_root)
     done_commits = state.commits if state else 0
-    last = state.last_commit if state else ""
+    done: set[str] = set()
+    last = src.commit  # every range ends at it; what is still unread below it is in `unread`
     for i in range(0, max(len(commits), 1), BATCH):
         batch = commits[i:i + BATCH]
         wanted = list(dict.fromkeys((p, b) for c in batch for ch in c.changes
@@ -337,10 +382,10 @@ def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | 
         report.events.update(e.kind for e in events)
         report.drafts += len(drafts)
         done_commits += len(batch)
-        end = i + BATCH >= len(commits)
-        last = src.commit if end and not report.more else (batch[-1].sha if batch else last)
+        done.update(c.sha for c in batch)
         hs.commit_batch(events, drafts, RepoState(repo=repo, root=root, last_commit=last, since=since,
                                                   commits=done_commits, identity=src.origin,
+                                                  unread=_unread(ranges, listed, done),
                                                   updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
         if progress:
             progress(min(i + BATCH, len(commits)), len(commits), "commits")

@@ -96,6 +96,11 @@ def status_of(records: list["Verification"], target: Target | None = None, *,
     nvcc) is not, and its runs never go stale for a Triton version."""
     target = target or Target()
     mine = [r for r in records if in_environment(r, target)]
+    # status is per (architecture, backend, Triton): where runs on the target's Triton exist,
+    # they alone decide; runs on other versions speak only when there are none (then stale)
+    want_minor = _minor(target.triton) if triton_bound and target.triton else None
+    if want_minor and any(_minor(r.triton) == want_minor for r in mine if r.triton):
+        mine = [r for r in mine if r.triton and _minor(r.triton) == want_minor]
     cpu_ok = [r for r in records if r.backend == "cpu" and r.correct]
     if not mine:
         line = "not verified on a GPU" + (" (correct under the CPU interpreter)" if cpu_ok else "")
@@ -126,7 +131,8 @@ def status_of(records: list["Verification"], target: Target | None = None, *,
     expected = _geomean([r.speedup for r in mine if r.speedup and r.verdict in TIMED
                          and r.measure in ("kernel", "launch")])
     kernels = len({r.kernel for r in faster})
-    where = _where((other or own or mine)[0])
+    # every machine the counted runs came from, not the first one's alone
+    where = " and ".join(sorted({_where(r) for r in (other or own or mine)}))
 
     if pays_in != "speed" and not broken and not faster and any(r.verdict in TIMED for r in mine):
         # an accuracy or correctness fix is judged by the error it removes, not by speed: a

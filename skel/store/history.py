@@ -7,7 +7,8 @@ Three files under ``<store>/history/``:
 - ``drafts.jsonl`` — one ``Draft`` per changed kernel that looks like an optimisation no
   skeleton explains, with its review (pending / accepted / rejected);
 - ``state.json``  — per repository: the last commit mined and the ``--since`` used, so a
-  re-run reads only newer commits. A repository is known by its identity (its remote, else
+  re-run reads only newer commits, and the older ranges a ``--max-commits`` run (which reads
+  the newest N) left unread, which a re-run reads too. A repository is known by its identity (its remote, else
   its resolved location: ``GitSource.origin``), never by its folder's name, and shown under
   a label (``RepoState.repo``, the ``repo`` of its events) unique in the store.
 
@@ -105,6 +106,10 @@ class RepoState:
     # which repository it is (``GitSource.origin``: the remote, else the resolved location);
     # "" in a state written before identities (then only its root tells)
     identity: str = ""
+    # older commits a run with --max-commits left unread (it reads the newest N): ranges
+    # [after, upto], oldest first, each the commits after ``after`` ("": from the first
+    # commit) up to ``upto``; the next run reads them as well as the commits after last_commit
+    unread: list[list[str]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RepoState":

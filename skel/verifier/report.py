@@ -30,8 +30,23 @@ def as_json(r: VerifyResult) -> str:
     return json.dumps(r.to_dict(), indent=2)
 
 
+def _tolerance(r: VerifyResult) -> str:
+    """"tolerance atol A, rtol R" (per dtype where they differ): what the error is judged by."""
+    tol = r.tolerance
+    if not tol:
+        return "tolerance not recorded"
+    pairs: dict[str, list[str]] = {}
+    for dtype, (a, b) in tol.items():
+        pairs.setdefault(f"atol {a:g}, rtol {b:g}", []).append(dtype)
+    if len(pairs) == 1:
+        return f"tolerance {next(iter(pairs))}"
+    return "tolerance " + "; ".join(f"{p} for {', '.join(ds)}" for p, ds in pairs.items())
+
+
 def _errors(r: VerifyResult) -> str:
-    return ", ".join(f"{k} {v:.3g}" for k, v in r.record.max_error.items())
+    """"max error E (tolerance atol A, rtol R)", one figure per output ("out0 E, out1 E")."""
+    figures = ", ".join(f"{k} {v:.3g}" for k, v in r.record.max_error.items())
+    return f"max error {figures} ({_tolerance(r)})"
 
 
 def text(r: VerifyResult, verbose: bool = False) -> str:
@@ -47,7 +62,7 @@ def text(r: VerifyResult, verbose: bool = False) -> str:
     if rec.shapes:
         lines.append(f"shapes: {'; '.join(rec.shapes)}   dtypes: {', '.join(rec.dtypes)}")
     if rec.max_error:
-        lines.append(f"max error per output: {_errors(r)}")
+        lines.append(_errors(r))
     if rec.per_shape:
         lines.append("timed:")
         lines += [f"  {p.shape} {p.dtype}: {p.speedup if p.speedup is not None else '-'}x "
@@ -69,7 +84,7 @@ def markdown(r: VerifyResult) -> str:
     if rec.shapes:
         out.append(f"Shapes: {'; '.join(f'`{s}`' for s in rec.shapes)}; dtypes: {', '.join(rec.dtypes)}.")
     if rec.max_error:
-        out.append(f"Max error per output: {_errors(r)}.")
+        out.append(f"M{_errors(r)[1:]}.")
     if rec.speedup is not None:
         out.append(f"Speedup {rec.speedup:.3f}x ± {rec.spread or 0:.3f}, noise floor {rec.noise or 0:.3f} "
                    f"({rec.timing}).")

@@ -48,6 +48,8 @@ class VerifyResult:
     format: str  # "harness" | "kernelbench" | "tests"
     original: str
     candidate: str
+    # the (atol, rtol) results were checked against, per dtype: what the max error is judged by
+    tolerance: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -56,7 +58,8 @@ class VerifyResult:
     def to_dict(self) -> dict[str, Any]:
         return {"record": self.record.to_dict(), "stages": [asdict(s) for s in self.stages],
                 "unchecked": self.unchecked, "format": self.format, "original": self.original,
-                "candidate": self.candidate, "exit_code": self.exit_code}
+                "candidate": self.candidate, "exit_code": self.exit_code,
+                "tolerance": {k: list(v) for k, v in self.tolerance.items()}}
 
 
 @dataclass
@@ -92,7 +95,9 @@ class _Run:
         self.shapes: list[str] = []
         self.dtypes: list[str] = []
         self.max_error: dict[str, float] = {}
+        self.tolerance: dict[str, tuple[float, float]] = {}
         self.timing: Any = None
+        self.uses_dot = True  # the original or candidate calls tl.dot (verify() looks)
 
     def stop(self, stage: str, verdict: str, detail: str, notes: list[str] | None = None) -> None:
         self.stages.append(StageReport(stage, "failed", detail, notes or []))
@@ -107,6 +112,7 @@ def verify(req: Request) -> VerifyResult:
     orig_mod, cand_mod = _stage_applied_parse(run)
     if run.verdict is None:
         h, orig_fn, cand_fn, problem = _load(run, orig_mod, cand_mod)
+        run.uses_dot = _uses_dot(req, (orig_mod, cand_mod, getattr(h, "module", None)), (orig_fn, cand_fn))
         _stage_applied(run, h, orig_fn, cand_fn, problem)
         if run.verdict is None:
             _stage_same_results(run, h, orig_fn, cand_fn, problem)
@@ -126,7 +132,7 @@ def verify(req: Request) -> VerifyResult:
     orig_label, cand_label = str(req.original), str(req.candidate)
     if req.sides:
         orig_label, cand_label = f"{req.original}::{req.sides[0]}", f"{req.candidate}::{req.sides[1]}"
-    return VerifyResult(_record(run), run.stages, run.unchecked, run.format, orig_label, cand_label)
+    return VerifyResult(_record(run), run.stages, run.unchecked, run.format, orig_label, cand_label, run.tolerance)
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -195,6 +201,58 @@ def _load(run: _Run, orig: Any, cand: Any) -> tuple[Any, Any, Any, Any]:
         return None, None, None, None
     raise InputError(f"{req.original}: neither a skel harness (docs/harness.md: {', '.join(hm.REQUIRED)}) nor "
                      "KernelBench (Model, get_inputs, get_init_inputs); give --harness FILE or --tests PATH")
+
+
+_JIT_TYPES = ("JITFunction", "Autotuner", "Heuristics", "InterpretedFunction")  # the last: TRITON_INTERPRET=1
+
+
+def _calls_dot(text: str) -> bool:
+    """Does Python source call ``tl.dot`` / ``tl.dot_scaled`` (any ``X.dot`` of Triton's
+    language module, or ``dot`` imported from it)? Comments and strings do not count."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return "dot" in text  # unreadable: assume it may
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("dot", "dot_scaled") and \
+                ast.unparse(node.value) in ("tl", "triton.language", "language"):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("triton.language") and \
+                any(a.name in ("dot", "dot_scaled") for a in node.names):
+            return True
+    return False
+
+
+def _jit_source(obj: Any) -> str:
+    fn = obj
+    while type(fn).__name__ in _JIT_TYPES and getattr(fn, "fn", None) is not None:
+        fn = fn.fn
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return str(getattr(obj, "src", ""))
+
+
+def _uses_dot(req: Request, modules: tuple[Any, ...], launchers: tuple[Any, ...]) -> bool:
+    """Whether the original or the candidate uses ``tl.dot``: their files (and the harness
+    file), and the Triton kernels their modules and launchers reach by name (a kernel
+    imported from elsewhere). Only then do the interpreter's ``tl.dot`` caveats apply."""
+    texts = []
+    for p in (req.original, req.candidate, req.harness):
+        if p is not None:
+            try:
+                texts.append(p.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                return True  # cannot tell: keep the caveats
+    names: dict[int, Any] = {}
+    scopes = [vars(m) for m in modules if m is not None]
+    scopes += [getattr(getattr(f, "__func__", f), "__globals__", {}) for f in launchers if f is not None]
+    for scope in scopes:
+        for v in list(scope.values()):
+            if type(v).__name__ in _JIT_TYPES:
+                names[id(v)] = v
+    texts += [_jit_source(v) for v in names.values()]
+    return any(_calls_dot(t) for t in texts)
 
 
 # --- stages ----------------------------------------------------------------------------------
@@ -300,12 +358,14 @@ def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: 
         if not h.length:
             run.unchecked.append("error growth with length not checked (the harness has no LENGTH)")
     run.shapes, run.dtypes, run.max_error = res.shapes, res.dtypes, res.max_error
+    run.tolerance = {d: problem.tolerance if problem is not None else req.tolerance or h.tolerance(d)
+                     for d in res.dtypes}
     notes = [*res.notes, *(f"inconclusive: {c}" for c in res.inconclusive)]
     if res.inconclusive:
         run.unchecked.append(f"{len(res.inconclusive)} case(s) inconclusive: the original fails them too")
-    if req.device == "cpu":
+    if req.device == "cpu" and run.uses_dot:  # neither side calls tl.dot: no tl.dot caveat
         if "bfloat16" in res.dtypes or any("bfloat16" in c for c in res.inconclusive):
-            run.unchecked.append("bf16 tl.dot (where used) is unreliable under the interpreter: bf16 results "
+            run.unchecked.append("bf16 tl.dot is unreliable under the interpreter: bf16 results "
                                  "on the CPU prove little; check on a GPU")
         run.unchecked.append("tl.dot input_precision is ignored by the interpreter: TF32 drift does not show "
                              "on the CPU")
