@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from skel.retriever.suggest import KernelResult
     from skel.skeletons.base import Skeleton, Target
     from skel.skeletons.codemods import Applied
-    from skel.skeletons.status import StatusReport
+    from skel.skeletons.status import StatusReport, StatusSummary
     from skel.store.evidence import Verification
     from skel.store.history import Draft, HistoryEvent, HistoryStore, TechniqueHistory
     from skel.store.knowledge import KnowledgeBase, SourceRecord
@@ -62,6 +62,13 @@ class SkeletonSummary:
     languages: list[str] = field(default_factory=lambda: ["triton"])  # what the skeleton judges
     # how often people judged its suggestions right on real kernels (TrackRecord.to_dict; None if never)
     track_record: dict | None = None
+
+
+class SkeletonList(list["SkeletonSummary"]):
+    """``list_skeletons``'s answer: the entries, plus ``summary`` — their statuses counted and
+    the evidence they rest on (which GPUs and Triton versions), the listing's last line."""
+
+    summary: StatusSummary | None = None
 
 
 @dataclass
@@ -162,10 +169,12 @@ def store_info(location: str | None = None) -> StoreInfo:
 
 # --- suggest -----------------------------------------------------------------------------
 
-def parse_target(backend: str | None, arch: str | None, triton: str | None) -> Target:
+def parse_target(backend: str | None, arch: str | None, triton: str | None, gpu: str | None = None) -> Target:
     """The environment suggestions are for. ``arch`` is spelled sm80, sm_90, SM100a or 90;
-    ``triton`` defaults to the installed Triton (None when there is none). What is not
-    given stays unknown: it turns into caveats, never into hidden suggestions."""
+    ``triton`` defaults to the installed Triton (None when there is none); ``gpu`` names a
+    GPU ("H100", "H200": a case-insensitive part of a run's device name) whose runs alone
+    count toward statuses (None: any GPU's). What is not given stays unknown: it turns into
+    caveats, never into hidden suggestions."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.skeletons.base import Target
 
@@ -181,7 +190,11 @@ def parse_target(backend: str | None, arch: str | None, triton: str | None) -> T
         triton = _installed_triton()
     else:
         triton = triton.strip()
-    return Target(backend=backend, cc=cc, triton=triton)
+    if gpu is not None:
+        gpu = gpu.strip()
+        if not gpu:
+            raise UsageError("--gpu: give a GPU name such as H100 or H200 (leave it out for any GPU)")
+    return Target(backend=backend, cc=cc, triton=triton, gpu=gpu)
 
 
 def _installed_triton() -> str | None:
@@ -197,7 +210,8 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
             bound: str | None = None, target: Target | None = None,
             profile: str | Path | None = None, why_not: tuple[str, ...] = (),
             shapes: tuple[str, ...] = (), workload: str | Path | None = None,
-            show_all: bool = False, threshold: float | None = None, compile: bool = False) -> list[KernelResult]:
+            show_all: bool = False, threshold: float | None = None, compile: bool = False,
+            repo_sizes: bool = True) -> list[KernelResult]:
     """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
     store at ``store`` (see ``open_store``; without one, the catalog alone). ``profile`` is
     an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
@@ -206,7 +220,10 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     ``shapes`` (``NAME=VALUE`` items) and ``workload`` (a file) give the sizes the kernel
     runs at (``skel.kernels.workload``; ``shapes`` win); ``show_all`` lists the suggestions
     under the probability threshold too, marked; ``threshold`` replaces the model's;
-    ``compile`` compiles each Triton kernel offline (``skel.retriever.machine_check``)."""
+    ``compile`` compiles each Triton kernel offline (``skel.retriever.machine_check``);
+    ``repo_sizes`` reads the sizes the tests and benchmarks of the repository holding
+    ``path`` call each kernel at, without running them (``skel.kernels.callers``), below
+    ``shapes`` and ``workload``."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.retriever.suggest import suggest as rank
     from skel.skeletons.registry import get
@@ -222,7 +239,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     sizes = workload_of(shapes, workload)  # read before the store opens: a bad flag fails fast
     kb = _ranking_store(store)
     results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof, why_not=tuple(why_not),
-                   workload=sizes, show_all=show_all, threshold=threshold, compile=compile)
+                   workload=sizes, show_all=show_all, threshold=threshold, compile=compile, repo_sizes=repo_sizes)
     if kb is not None and not isinstance(kb, _snapshot_kb()):
         _write_snapshot(kb)  # the next process answers without opening chroma
     introduced = _history_of(kb)
@@ -307,26 +324,34 @@ def _runs(kb: KnowledgeBase | None) -> dict[str, list]:
 
 
 def list_skeletons(category: str | None = None, *, store: str | None = None,
-                   target: Target | None = None) -> list[SkeletonSummary]:
+                   target: Target | None = None) -> SkeletonList:
     """Every skeleton, by id, with its status for ``target`` (default: the installed
     Triton); ``category`` keeps those whose category contains it (case-insensitive), so
-    "memory" or "fusion" is enough."""
+    "memory" or "fusion" is enough. The list's ``summary`` counts the statuses listed and
+    names the GPUs and Triton versions whose runs decided them."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.skeletons.registry import all_skeletons
-    from skel.skeletons.status import status_of
+    from skel.skeletons.status import status_of, summarize
     from skel.store.evidence import track_record_of
 
     target = target or parse_target(None, None, None)
     runs = _runs(open_store(store, create=False))
-    out = []
+    out = SkeletonList()
+    reports = []
+    considered: list[Verification] = []
     for s in all_skeletons():
         if category and category.lower() not in s.category.value:
             continue
-        report = status_of(runs.get(s.id, []), target, triton_bound="triton" in s.languages, pays_in=s.pays_in)
+        mine = runs.get(s.id, [])
+        report = status_of(mine, target, triton_bound="triton" in s.languages, pays_in=s.pays_in)
+        reports.append(report)
+        considered += mine
         out.append(SkeletonSummary(id=s.id, title=s.title, summary=s.summary, category=s.category.value,
                                    status=report.status.value, verified=report.line,
                                    languages=list(s.languages),
                                    track_record=track_record_of(s.id)))
+    installed = target.triton is not None and target.triton == _installed_triton()
+    out.summary = summarize(reports, target, triton_installed=installed, runs=considered)
     return out
 
 

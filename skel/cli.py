@@ -26,7 +26,10 @@ STORE_HELP = ("Knowledge base: a directory, or http://HOST:PORT for a shared Chr
 
 
 def target_options(f):
-    """--backend/--arch/--triton: the environment suggestions and statuses are for."""
+    """--backend/--arch/--triton/--gpu: the environment suggestions and statuses are for."""
+    f = click.option("--gpu", metavar="NAME",
+                     help="Only evidence measured on this GPU (H100, H200); default: any. A part of the "
+                          "device name, any case: H100 and H200 are both sm_90, --arch cannot tell them apart.")(f)
     f = click.option("--triton", "triton_version", metavar="X.Y.Z",
                      help="Target Triton version (default: the installed one).")(f)
     f = click.option("--arch", metavar="smNN", help="Target architecture, e.g. sm80, sm90, sm100.")(f)
@@ -389,6 +392,9 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
 @click.option("--workload", metavar="FILE", type=click.Path(path_type=str),
               help="Sizes from a file: JSON {\"NAME\": VALUE}, or a Python file read without running it "
               "(module-level integers and the tensors `get_inputs()` builds, as in a KernelBench problem).")
+@click.option("--no-repo-sizes", "no_repo_sizes", is_flag=True,
+              help="Do not read sizes from the repository's tests and benchmarks (by default the calls they make to "
+              "the kernel's launcher are read without running them, below --shape and --workload).")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list the suggestions whose estimated probability of being right is under the threshold, "
               "marked BELOW THRESHOLD (default: only those above it, so zero to -k entries).")
@@ -400,8 +406,9 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
               "its registers, spills, occupancy, load widths and MMA kind, and drop a suggestion whose `skel apply` "
               "rewrite compiles to the same machine code. About a second or more per kernel, cached.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
-def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, fmt, max_tokens,
-            as_json, no_template, explain, why_not, shapes, workload, show_all, threshold, compile_, store):
+def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch, triton_version, gpu, fmt, max_tokens,
+            as_json, no_template, explain, why_not, shapes, workload, no_repo_sizes, show_all, threshold, compile_,
+            store):
     """Suggest the skeletons that fit the kernels in KERNEL_FILE: the @triton.jit kernels of a
     .py file, or the __global__ kernels and Python-bound functions of a .cu/.cuh/.cpp/.hpp/.h.
 
@@ -417,7 +424,7 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     """
     from skel.retriever import render  # the ranking stage: 50 ms to import; `skel --help` must not pay it
 
-    target = api.parse_target(backend, arch, triton_version)
+    target = api.parse_target(backend, arch, triton_version, gpu)
     if kernel_file == "-":
         results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
                                  profile=profile, why_not=why_not, shapes=shapes, workload=workload,
@@ -425,7 +432,8 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     else:
         results = api.suggest(kernel_file, store=store, kernel=kernel, k=top, bound=bound, target=target,
                               profile=profile, why_not=why_not, shapes=shapes, workload=workload,
-                              show_all=show_all, threshold=threshold, compile=compile_)
+                              show_all=show_all, threshold=threshold, compile=compile_,
+                              repo_sizes=not no_repo_sizes)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(render.as_json(results))
@@ -447,7 +455,7 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
 @click.option("-k", "top", type=click.IntRange(1, 50), default=3, show_default=True, help="Suggestions per kernel.")
 @target_options
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
-def hook(files, strict, top, backend, arch, triton_version, store):
+def hook(files, strict, top, backend, arch, triton_version, gpu, store):
     """Report the skeletons that fit the kernels in FILES, one line each, for a pre-commit
     hook (.pre-commit-hooks.yaml: id skel-suggest) or CI: report-only, the exit code is 0
     whatever is suggested. Files without a kernel, or not .py/C++/CUDA, are skipped; a
@@ -457,7 +465,7 @@ def hook(files, strict, top, backend, arch, triton_version, store):
     from skel.kernels.extract import SUFFIXES
     from skel.retriever import render
 
-    target = api.parse_target(backend, arch, triton_version)
+    target = api.parse_target(backend, arch, triton_version, gpu)
     errors = 0
     for path in files:
         if not path.lower().endswith(SUFFIXES):  # a hook configured wider than kernel files
@@ -717,15 +725,17 @@ def harness_cmd(kernel_file, kernel, out, shapes, args, launcher, direct, dtypes
               "(how the README's table is made).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def site(out, store, backend, arch, triton_version, catalog_only, as_json, no_progress):
+def site(out, store, backend, arch, triton_version, gpu, catalog_only, as_json, no_progress):
     """Write the catalog and the store as a static site in OUT, to browse offline.
 
     \b
     OUT/index.html     every skeleton: category, status, languages, backends,
-                       mined kernels and repositories; filter and search in the page
-    OUT/skeletons/ID   its doc, conditions in words, the template as a diff, where it
-                       is used (linked to the file at the mined commit when the source
-                       is a checkout on GitHub/GitLab), history, verification runs and
+                       mined kernels and repositories; filter and search in the page;
+                       its status on each GPU and Triton the evidence was measured on
+    OUT/skeletons/ID   its status per GPU and Triton, its doc, conditions in words,
+                       the template as a diff, where it is used (linked to the file
+                       at the mined commit when the source is a checkout on
+                       GitHub/GitLab), history, verification runs and
                        plots (speedup per shape against the noise floor, error by
                        sequence length, runs by Triton version)
     OUT/sources/NAME   one page per mined source: version, kernels, techniques found
@@ -745,7 +755,7 @@ def site(out, store, backend, arch, triton_version, catalog_only, as_json, no_pr
     require()
     if catalog_only and store:
         raise click.UsageError("--catalog-only reads no store: drop --store")
-    snap = api.catalog_snapshot(store=store, target=api.parse_target(backend, arch, triton_version),
+    snap = api.catalog_snapshot(store=store, target=api.parse_target(backend, arch, triton_version, gpu),
                                 use_store=not catalog_only)
     show = not (no_progress or as_json) and sys.stderr.isatty()
     bar = click.progressbar(length=len(snap.skeletons), label="writing pages", file=sys.stderr, show_pos=True) \
@@ -780,16 +790,20 @@ def skeletons() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @target_options
-def skeletons_list(category, show_drafts, review, as_json, store, backend, arch, triton_version):
+def skeletons_list(category, show_drafts, review, as_json, store, backend, arch, triton_version, gpu):
     """List every skeleton: id, category, status (computed from verification runs in the
     target environment), its hand-checked track record (how often people judged its
-    suggestions right on real kernels), summary. With --drafts: the draft candidates to review."""
+    suggestions right on real kernels), summary. The last line counts the statuses and names
+    the GPUs and Triton versions whose runs decided them (with --gpu H200, that GPU's runs
+    alone). With --drafts: the draft candidates to review."""
     if show_drafts:
         _list_drafts(review, as_json, store)
         return
-    items = api.list_skeletons(category, store=store, target=api.parse_target(backend, arch, triton_version))
+    items = api.list_skeletons(category, store=store, target=api.parse_target(backend, arch, triton_version, gpu))
+    summary = getattr(items, "summary", None)
     if as_json:
-        click.echo(__import__("json").dumps([asdict(s) for s in items], indent=2))
+        click.echo(__import__("json").dumps({"skeletons": [asdict(s) for s in items],
+                                             "summary": summary.to_dict() if summary else None}, indent=2))
         return
     from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
 
@@ -799,6 +813,8 @@ def skeletons_list(category, show_drafts, review, as_json, store, backend, arch,
                      max_width=140))
     click.echo("hand-checked: its suggestions judged right / judged, on real sglang and vLLM kernels "
                "(`skel skeletons show ID` says more)")
+    if summary is not None:
+        click.echo(summary.line)
 
 
 def _checked_cell(record: dict | None) -> str:
@@ -853,12 +869,12 @@ skeletons_draft.command("reject")(_review("rejected"))
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--store", metavar="PATH|URL", help=STORE_HELP)
 @target_options
-def skeletons_show(skeleton_id, fmt, as_json, store, backend, arch, triton_version):
+def skeletons_show(skeleton_id, fmt, as_json, store, backend, arch, triton_version, gpu):
     """Show one skeleton: documentation, conditions, template, and its evidence in the
     knowledge base (mined kernels using it, verification results) when there is one."""
     from skel.skeletons.docs import render_skeleton  # the catalog: 22 ms to import; loads with its command
 
-    s, evidence = api.show(skeleton_id, store=store, target=api.parse_target(backend, arch, triton_version))
+    s, evidence = api.show(skeleton_id, store=store, target=api.parse_target(backend, arch, triton_version, gpu))
     click.echo(render_skeleton(s, "json" if as_json else fmt, evidence.to_dict()), nl=False)
 
 

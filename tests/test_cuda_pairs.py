@@ -3,6 +3,7 @@ their kernels compile for sm_90 (where nvcc is installed; the GPU run is the lea
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,8 @@ import pytest
 from skel.skeletons.pairs import cuda as _cuda
 from skel.skeletons.pairs import example_path, module_name
 
-CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage")
+CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage", "launch-bounds-occupancy",
+              "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue")
 
 #: just enough of torch's C++ API for the examples' host wrappers to compile without torch's
 #: CUDA headers (the CPU wheel has none): the kernels and launch code are the real ones
@@ -26,6 +28,24 @@ namespace torch { struct Tensor { int64_t size(int) const; int64_t numel() const
   at::ScalarType scalar_type() const; void* data_ptr() const; template <typename T> T* data_ptr() const; }; }
 #define TORCH_CHECK(c, ...) ((void)(c))
 """
+
+
+def test_every_runnable_cuda_example_is_listed_here_and_in_the_gpu_script():
+    """A CUDA example with a harness (``SHAPES`` beside ``before_cuda``) is a pair: it is built and
+    compiled here, and the GPU script and ``benchmarks.evidence.cuda_pairs`` run it."""
+    from benchmarks.evidence.cuda_pairs import CUDA_PAIRS as BENCH_PAIRS
+    from skel.skeletons import registry
+
+    runnable = set()
+    for sk in registry.all_skeletons():
+        path = example_path(sk.id)
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if "before_cuda = " in text and "\nSHAPES" in text:
+            runnable.add(sk.id)
+    assert runnable == set(CUDA_PAIRS) == set(BENCH_PAIRS)
+    script = (Path(__file__).parent.parent / "benchmarks" / "gpu" / "cuda_pairs_gpu.sh").read_text(encoding="utf-8")
+    ids = re.search(r"IDS=\$\{IDS:-([\w,-]+)\}", script)
+    assert ids and set(ids.group(1).split(",")) == set(CUDA_PAIRS)
 
 
 def _module(sk_id: str):

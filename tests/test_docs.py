@@ -58,3 +58,26 @@ def test_skeleton_docs_cite_no_internal_notes():
         if found:
             bad[s.id] = found
     assert not bad, f"skeleton docs cite internal notes (cite a path at a version, a paper or a URL): {bad}"
+
+
+def _setup_lines() -> tuple[str, str]:
+    """README set-up's two command lines (the bash block under 'Set-up')."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Set-up", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = [ln for ln in block.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert len(lines) == 2, lines
+    return lines[0], lines[1]
+
+
+def test_setup_installs_torch_for_the_cpu_explicitly():
+    """#37: on a stock index, Linux `torch==2.13.0` resolves to the CUDA build (several GB). The
+    set-up asks PyTorch's CPU index for the `+cpu` build, and CI runs the same install line."""
+    install, _ = _setup_lines()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in install
+    assert "torch==2.13.0+cpu" in install
+    # torch comes first, on its own: the project's resolve then finds it installed and keeps it
+    assert install.index("torch==2.13.0+cpu") < install.index("-e '.[test,dev]'")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    pip_part = install.split("&& .venv/bin/skel suggest", 1)[0].split("pip install -q --upgrade pip && ", 1)[1]
+    for cmd in pip_part.split(" && "):
+        assert cmd.strip() in ci, f".ci/run does not run the README's {cmd!r}"

@@ -4,6 +4,8 @@ error with skel's one-line message — never confused with an empty answer."""
 
 from __future__ import annotations
 
+import re
+
 import shutil
 import sys
 import textwrap
@@ -76,19 +78,21 @@ def test_stdio_lists_and_calls_every_tool(tree):
             assert data["schema"] == "skel.suggest/1" and data["applies"] is True
             (kernel,) = data["kernels"]
             assert kernel["kernel"] == "row_softmax_kernel" and kernel["path"] == "kernel.py"
-            top = kernel["suggestions"][0]
-            assert top["id"] == "online-softmax" and top["kind"] == "match" and top["why"] and top["after"]
+            # the naive softmax's structural fix, beside autotune-configs (which the suite's GPU runs
+            # validate on other kernels): which of the two leads follows the shipped evidence
+            top = next(x for x in kernel["suggestions"][:2] if x["id"] == "online-softmax")
+            assert top["kind"] == "match" and top["why"] and top["after"]
             assert len(kernel["suggestions"]) <= 3 and "prompt" not in data
 
             r = await s.call_tool("suggest", {"path": str(tree / "kernel.py"), "max_tokens": 400})
             prompt = r.structured_content["prompt"]
-            assert "online-softmax" in prompt and len(prompt) <= 400 * 4 + 200
+            assert kernel["suggestions"][0]["id"] in prompt and len(prompt) <= 400 * 4 + 200  # the top one fits
             assert r.content[0].text == prompt
 
             src = (tree / "kernel.py").read_text()
-            r = await s.call_tool("suggest", {"source": src, "filename": "mine.py", "k": 1})
+            r = await s.call_tool("suggest", {"source": src, "filename": "mine.py", "k": 2})
             (kernel,) = r.structured_content["kernels"]
-            assert kernel["path"] == "mine.py" and kernel["suggestions"][0]["id"] == "online-softmax"
+            assert kernel["path"] == "mine.py" and "online-softmax" in [x["id"] for x in kernel["suggestions"]]
             # a path for inline source: the facts of the path hold, and a note says the path decided
             for name in ("sglang/srt/layers/softmax.py", "../../sglang/srt/softmax.py"):
                 r = await s.call_tool("suggest", {"source": src, "filename": name, "k": 1})
@@ -105,7 +109,8 @@ def test_stdio_lists_and_calls_every_tool(tree):
             assert e["id"] == "dot-acc-argument" and e["verdict"].startswith("not suggested") and e["fails"]
             assert "**Why not `dot-acc-argument`**" in r.content[0].text
             r = await s.call_tool("suggest", {"path": "kernel.py", "why_not": ["online-softmax"], "max_tokens": 200})
-            assert "Why not `online-softmax` for `row_softmax_kernel`: suggested, rank 1" in r.content[0].text
+            said = r.content[0].text
+            assert re.search(r"Why not `online-softmax` for `row_softmax_kernel`: suggested, rank [12]\b", said)
 
             # a profile sets the bound from the measured bottleneck and says which metric decided it
             r = await s.call_tool("suggest", {"path": "kernel.py", "profile": "ncu.csv", "k": 3})
@@ -240,8 +245,8 @@ def test_http_lists_and_calls(tree):
     async def main():
         async with http_session(*serve_args(tree), cwd=tree) as s:
             assert {t.name for t in (await s.list_tools()).tools} == TOOLS
-            r = await s.call_tool("suggest", {"path": "kernel.py", "k": 1})
-            assert r.structured_content["kernels"][0]["suggestions"][0]["id"] == "online-softmax"
+            r = await s.call_tool("suggest", {"path": "kernel.py", "k": 2})
+            assert "online-softmax" in [x["id"] for x in r.structured_content["kernels"][0]["suggestions"]]
             r = await s.call_tool("list", {"category": "memory"})
             assert r.structured_content["count"] > 0
             assert all("memory" in x["category"] for x in r.structured_content["skeletons"])

@@ -120,11 +120,29 @@ def test_verification_runs_and_plots_on_a_skeleton_page(small_site):
         assert f"plots/online-softmax-{kind}.svg" in page
     triton_plot = (out / "plots" / "online-softmax-triton.svg").read_text()
     assert "Triton 3.6.0" in triton_plot and "Triton 3.7.1" in triton_plot
-    never = (out / "skeletons" / "tma-store-epilogue.html").read_text()
-    assert "Never run." in never and "plots/tma-store-epilogue" not in never
+    never = (out / "skeletons" / "tma-multicast-cluster.html").read_text()  # template-only: no pair to run
+    assert "Never run." in never and "plots/tma-multicast-cluster" not in never
     # how often people judged its suggestions right on real kernels, or that they never saw it
     assert track_records()["online-softmax"].line() in page
     assert "never suggested on the hand-checked" in never
+
+
+def test_status_per_gpu_and_triton_on_the_index_and_the_skeleton_pages(small_site):
+    """#36: the status on each (GPU, Triton) the evidence was measured on, from its runs alone."""
+    out = small_site[0]
+    data = json.loads((out / "site.json").read_text())
+    envs = [(e["gpu"], e["triton"]) for e in data["environments"]]
+    assert ("NVIDIA H200", "3.6") in envs and ("NVIDIA H100 80GB HBM3", "3.7") in envs
+    assert all(not g.startswith("cpu") for g, _ in envs)  # the interpreter's runs speak for no GPU
+    for e in data["environments"]:
+        assert sum(e["counts"].values()) == e["total"] == len(data["skeletons"])
+    softmax = next(s for s in data["skeletons"] if s["id"] == "online-softmax")
+    assert [(c["gpu"], c["triton"]) for c in softmax["by_environment"]] == envs
+    assert {c["status"] for c in softmax["by_environment"]} <= {"validated", "demonstrated"}
+    page = (out / "skeletons" / "online-softmax.html").read_text()
+    assert 'class="by-env"' in page and "Status on each GPU and Triton" in page
+    index = (out / "index.html").read_text()
+    assert "Status by GPU and Triton" in index and "NVIDIA H200, Triton 3.6</th>" in index
 
 
 def test_source_page_counts_its_techniques(small_site):

@@ -99,6 +99,6 @@ def test_the_catalog_list_shows_each_record():
     assert f"{records['launch-pdl'].correct}/{records['launch-pdl'].judged} right" in pdl
     never = next(s for s in ("gqa-head-packing", "tensor-core-scan", "warp-specialized-mbarrier") if s not in records)
     assert next(line for line in out.output.splitlines() if line.startswith(never + " ")).split()[3] == "-"
-    listed = json.loads(CliRunner().invoke(cli, ["skeletons", "list", "--json"]).output)
+    listed = json.loads(CliRunner().invoke(cli, ["skeletons", "list", "--json"]).output)["skeletons"]
     assert {d["id"]: d["track_record"] for d in listed if d["track_record"]} == \
         {sid: r.to_dict() for sid, r in records.items() if sid in {d["id"] for d in listed}}

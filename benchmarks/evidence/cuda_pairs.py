@@ -4,7 +4,7 @@
     python -m benchmarks.evidence.cuda_pairs smoke [ID ...] # each pair on every shape but the largest: max error
                                                             # of both sides, and a rough time of each (not the verdict)
 
-``build`` exists so the shell script can compile the three extensions in parallel: the catalog
+``build`` exists so the shell script can compile the extensions in parallel: the catalog
 verifier then finds them in torch's extension cache. ``smoke`` is the raw record if anything
 goes wrong later (a wrong result is printed with its shape, not folded into one line).
 The verdicts come from ``benchmarks.evidence.verify_catalog``.
@@ -16,7 +16,8 @@ import statistics
 import sys
 import time
 
-CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage")
+CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage", "launch-bounds-occupancy",
+              "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue")
 
 
 def _harness(sk_id: str):

@@ -43,6 +43,8 @@ Backend = Annotated[Literal["cuda", "rocm"] | None,
                     Field(description="Target backend; unknown when omitted (no filtering, caveats shown).")]
 Arch = Annotated[str | None, Field(description="Target GPU architecture, e.g. sm80, sm90, sm100.")]
 TritonV = Annotated[str | None, Field(description="Target Triton version X.Y.Z (default: the installed one).")]
+Gpu = Annotated[str | None, Field(description="Only evidence measured on this GPU (H100, H200): a part of the "
+                                  "device name, any case; default: any. H100 and H200 are both sm90.")]
 
 
 def _error(exc: Exception) -> CallToolResult:
@@ -153,7 +155,7 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         bound: Annotated[Literal["memory", "compute", "latency", "occupancy"] | None,
                          Field(description="What limits the kernel, if known: ranks techniques that "
                                            "address it first.")] = None,
-        backend: Backend = None, arch: Arch = None, triton: TritonV = None,
+        backend: Backend = None, arch: Arch = None, triton: TritonV = None, gpu: Gpu = None,
         k: Annotated[int, Field(description="Suggestions per kernel.", ge=1, le=50)] = 5,
         max_tokens: Annotated[int | None, Field(description="Also return `prompt`: the answer as markdown "
                                                 "fitted to about this many tokens.", ge=100)] = None,
@@ -187,19 +189,19 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
         Next step: write the changed kernel to a new file and call `verify`."""
         return _answer(tools.suggest, svc, path=path, source=source, language=language, filename=filename,
                        kernel=kernel, profile=profile, bound=bound, backend=backend, arch=arch, triton=triton,
-                       k=k, max_tokens=max_tokens, why_not=why_not, shapes=shapes, show_all=all)
+                       k=k, max_tokens=max_tokens, why_not=why_not, shapes=shapes, show_all=all, gpu=gpu)
 
     @server.tool(annotations=read_only)
     def show(
         skeleton_id: Annotated[str, Field(description="A skeleton id, e.g. online-softmax (see `list`).")],
-        backend: Backend = None, arch: Arch = None, triton: TritonV = None,
+        backend: Backend = None, arch: Arch = None, triton: TritonV = None, gpu: Gpu = None,
     ) -> CallToolResult:
         """Show one skeleton in full: what it does, when it applies and when not, its
         conditions, before/after template, and its evidence: mined kernels using it and
         every verification run (status validated/demonstrated/stale/..., speedups, where
         measured), including the verdicts `verify` recorded, and its hand-checked
         `track_record`."""
-        return _answer(tools.show, svc, skeleton_id, backend=backend, arch=arch, triton=triton)
+        return _answer(tools.show, svc, skeleton_id, backend=backend, arch=arch, triton=triton, gpu=gpu)
 
     @server.tool(annotations=read_only)
     def apply(
@@ -234,13 +236,13 @@ def build(roots: Roots, store: str | None = None) -> MCPServer:
                                               "memory, fusion, tuning.")] = None,
         language: Annotated[Literal["triton", "cuda"] | None,
                             Field(description="Only skeletons that judge this language.")] = None,
-        backend: Backend = None, arch: Arch = None, triton: TritonV = None,
+        backend: Backend = None, arch: Arch = None, triton: TritonV = None, gpu: Gpu = None,
     ) -> CallToolResult:
         """List the skeleton catalog: id, title, one-line summary, category, languages, and
         status for the target (validated, demonstrated, stale, draft, ...) with the one-line
         evidence behind it."""
         return _answer(tools.list_skeletons, svc, category=category, language=language, backend=backend,
-                       arch=arch, triton=triton)
+                       arch=arch, triton=triton, gpu=gpu)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     async def verify(

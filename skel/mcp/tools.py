@@ -48,12 +48,15 @@ class Service:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _target(backend: str | None, arch: str | None, triton: str | None) -> Any:
-    return api.parse_target(backend, arch, triton)
+def _target(backend: str | None, arch: str | None, triton: str | None, gpu: str | None = None) -> Any:
+    return api.parse_target(backend, arch, triton, gpu)
 
 
 def _target_dict(t: Any) -> dict[str, Any]:
-    return {"backend": t.backend, "cc": t.cc, "triton": t.triton}
+    out = {"backend": t.backend, "cc": t.cc, "triton": t.triton}
+    if t.gpu:  # only when asked for: answers without it stay as they were
+        out["gpu"] = t.gpu
+    return out
 
 
 # --- suggest -----------------------------------------------------------------------------
@@ -62,14 +65,15 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
             filename: str | None = None, kernel: str | None = None, profile: str | None = None,
             bound: str | None = None, backend: str | None = None, arch: str | None = None,
             triton: str | None = None, k: int = 5, max_tokens: int | None = None,
-            why_not: list[str] | None = None, shapes: list[str] | None = None, show_all: bool = False) -> Reply:
+            why_not: list[str] | None = None, shapes: list[str] | None = None, show_all: bool = False,
+            gpu: str | None = None) -> Reply:
     if bool(path) == bool(source):
         raise UsageError("give exactly one of path (a file under the server's roots) or source (the kernel's text)")
     if not 1 <= k <= 50:
         raise UsageError(f"k={k}: between 1 and 50")
     if max_tokens is not None and max_tokens < 100:
         raise UsageError(f"max_tokens={max_tokens}: at least 100")
-    target = _target(backend, arch, triton)
+    target = _target(backend, arch, triton, gpu)
     extra: dict[str, Any] = {}
     if profile:
         extra["profile"] = str(svc.roots.file(profile, "profile"))
@@ -211,8 +215,8 @@ def _cut_lines(block: str, room: int) -> str:
 # --- the catalog -------------------------------------------------------------------------
 
 def show(svc: Service, skeleton_id: str, *, backend: str | None = None, arch: str | None = None,
-         triton: str | None = None) -> Reply:
-    target = _target(backend, arch, triton)
+         triton: str | None = None, gpu: str | None = None) -> Reply:
+    target = _target(backend, arch, triton, gpu)
     with svc.lock:
         s, evidence = api.show(skeleton_id, store=svc.store, target=target)
         runs = api.verifications(s.id, store=svc.store)
@@ -228,8 +232,9 @@ def show(svc: Service, skeleton_id: str, *, backend: str | None = None, arch: st
 
 
 def list_skeletons(svc: Service, *, category: str | None = None, language: str | None = None,
-                   backend: str | None = None, arch: str | None = None, triton: str | None = None) -> Reply:
-    target = _target(backend, arch, triton)
+                   backend: str | None = None, arch: str | None = None, triton: str | None = None,
+                   gpu: str | None = None) -> Reply:
+    target = _target(backend, arch, triton, gpu)
     with svc.lock:
         items = api.list_skeletons(category, store=svc.store, target=target)
     if language:

@@ -93,7 +93,9 @@ def _measured(s: Suggestion) -> str:
         return ""
     timed = [r for r in v.records if r.speedup and r.measure == "kernel" and r.device]
     best = max(timed, key=lambda r: r.speedup or 0.0) if timed else None
-    where = f" on {best.device}" if best is not None else ""
+    devices = sorted({r.device for r in timed if r.device})
+    # the speedup is the geomean over every GPU the runs come from: name them all, not the best run's alone
+    where = f" on {' and '.join(devices)}" if devices else ""
     if s.status == "stale" and best is not None and best.triton:  # measured, but not on the target's Triton
         where += f" with Triton {'.'.join(best.triton.split('.')[:2])}"
     return f"measured {v.speedup:.2f}x{where}"

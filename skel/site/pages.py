@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from skel.site import plots
 from skel.site.text import blocks, diff, inline, slug
-from skel.skeletons.base import DOC_HEADINGS, doc_sections
+from skel.skeletons.base import DOC_HEADINGS, Status, Target, doc_sections
+from skel.skeletons.status import status_of
 
 if TYPE_CHECKING:
     from skel.api import CatalogSnapshot, SkeletonEvidence
@@ -76,7 +77,53 @@ def target_words(snap: CatalogSnapshot) -> str:
     t = snap.target
     bits = [t.backend or "any backend", f"sm_{t.cc}" if t.cc else "any architecture",
             f"Triton {t.triton}" if t.triton else "no Triton installed"]
+    if t.gpu:
+        bits.append(f"GPU {t.gpu}")
     return ", ".join(bits)
+
+
+def _minor(version: str | None) -> str:
+    return ".".join(version.split(".")[:2]) if version else ""
+
+
+def environments(snap: CatalogSnapshot) -> list[tuple[str, str]]:
+    """Every (GPU, Triton major.minor) the evidence was measured on, by GPU then Triton."""
+    found = {(r.device, _minor(r.triton)) for _, _, runs in snap.skeletons for r in runs
+             if r.device and r.backend != "cpu"}
+    return sorted(found, key=lambda e: (e[0], tuple(int(x) for x in e[1].split(".") if x.isdigit())))
+
+
+def status_by_environment(s: Skeleton, runs: list[Verification],
+                          envs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The skeleton's status from its runs on each (GPU, Triton) alone, the same status
+    function the catalog uses; ``status`` None where it never ran there."""
+    out: list[dict[str, Any]] = []
+    for gpu, triton in envs:
+        here = [r for r in runs if r.device == gpu and _minor(r.triton) == triton and r.backend != "cpu"]
+        if not here:
+            out.append({"gpu": gpu, "triton": triton, "status": None, "line": "not run there", "runs": 0})
+            continue
+        # only that environment's runs: no other Triton's can make it stale, no other GPU's count
+        rep = status_of(here, Target(), triton_bound="triton" in s.languages, pays_in=s.pays_in)
+        out.append({"gpu": gpu, "triton": triton, "status": rep.status.value, "line": rep.line, "runs": len(here)})
+    return out
+
+
+def environment_summary(per_skeleton: list[list[dict[str, Any]]],
+                        envs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per (GPU, Triton): how many skeletons have each status there, and the share that
+    pays (validated or demonstrated) of the whole catalog."""
+    total = len(per_skeleton)
+    out = []
+    for i, (gpu, triton) in enumerate(envs):
+        counts = {st.value: 0 for st in Status if st is not Status.STALE}
+        counts["not run"] = 0
+        for cells in per_skeleton:
+            counts[cells[i]["status"] or "not run"] += 1
+        paying = counts[Status.VALIDATED.value] + counts[Status.DEMONSTRATED.value]
+        out.append({"gpu": gpu, "triton": triton, "counts": counts, "paying": paying, "total": total,
+                    "share": f"{round(100 * paying / total)}%" if total else "0%"})
+    return out
 
 
 def env_words(s: Skeleton) -> str:
@@ -178,6 +225,8 @@ def render_site(snap: CatalogSnapshot, out: Path, *, generated: str,
 
     rows = []
     total = len(snap.skeletons)
+    envs = environments(snap)
+    by_env = [status_by_environment(s, runs, envs) for s, _, runs in snap.skeletons]
     by_technique: dict[str, list] = {}
     for e in snap.events:  # latest first, as recorded
         by_technique.setdefault(e.technique, []).append(e)
@@ -191,8 +240,8 @@ def render_site(snap: CatalogSnapshot, out: Path, *, generated: str,
               uses=snap.uses.get(s.id, []), sections=_sections(s), conditions=conditions(s),
               diff=diff(s.before, s.after, "kernel.cu" if "triton" not in s.languages else "kernel.py"),
               events=events, commit_urls=snap.commit_urls, source_pages={n: slug(n) for n in sources},
-              env=env_words(s), title=f"{s.id} — {s.title}")
-        rows.append(_row(s, ev))
+              env=env_words(s), by_env=by_env[i], title=f"{s.id} — {s.title}")
+        rows.append(_row(s, ev) | {"by_env": by_env[i]})
     if progress:
         progress(total, total, "index")
     names = {s.id: s.title for s, _, _ in snap.skeletons}
@@ -204,7 +253,7 @@ def render_site(snap: CatalogSnapshot, out: Path, *, generated: str,
           statuses=[s for s in STATUS_MEANING if any(r["status"] == s for r in rows)],
           languages=sorted({lang for r in rows for lang in r["languages"]}),
           sources=[(s, slug(s.record.name)) for s in snap.sources], events=len(snap.events),
-          drafts=len(snap.drafts), title="skel — the catalog")
+          drafts=len(snap.drafts), envs=environment_summary(by_env, envs), title="skel — the catalog")
     write("history.html", "history.html", events=snap.events, drafts=snap.drafts, commit_urls=snap.commit_urls,
           title="history: techniques introduced, removed, refined")
     return done
@@ -234,12 +283,17 @@ def catalog_markdown(snap: CatalogSnapshot) -> str:
 
 
 def site_json(snap: CatalogSnapshot, pages: Pages) -> str:
-    """What the site holds, for programs (and the tests): one entry per skeleton."""
+    """What the site holds, for programs (and the tests): one entry per skeleton, with its
+    status on each (GPU, Triton) the evidence was measured on."""
+    envs = environments(snap)
+    by_env = [status_by_environment(s, runs, envs) for s, _, runs in snap.skeletons]
     return json.dumps({
         "target": target_words(snap), "store": snap.store,
+        "environments": environment_summary(by_env, envs),
         "skeletons": [{"id": s.id, "status": ev.status.status.value, "kernels": ev.kernels,
-                       "sources": ev.sources, "runs": len(runs), "page": f"skeletons/{s.id}.html"}
-                      for s, ev, runs in snap.skeletons],
+                       "sources": ev.sources, "runs": len(runs), "page": f"skeletons/{s.id}.html",
+                       "by_environment": [{k: c[k] for k in ("gpu", "triton", "status")} for c in cells]}
+                      for (s, ev, runs), cells in zip(snap.skeletons, by_env)],
         "sources": [{"name": s.record.name, "version": s.record.version, "kernels": s.kernels,
                      "page": f"sources/{slug(s.record.name)}.html"} for s in snap.sources],
         "pages": pages.pages, "plots": pages.plots}, indent=2) + "\n"

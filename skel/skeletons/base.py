@@ -111,10 +111,15 @@ class Target:
     backend: str | None = None  # "cuda" | "rocm"
     cc: int | None = None  # compute capability as an int: 80, 90, 100
     triton: str | None = None  # "3.7.1"
+    # a GPU name, matched as a case-insensitive substring of a run's device ("H100", "H200"):
+    # H100 and H200 are both sm_90, so cc alone cannot tell their evidence apart. None: any GPU
+    gpu: str | None = None
 
     def describe(self) -> str:
         parts = [self.backend or "backend ?", f"sm_{self.cc}" if self.cc else "arch ?",
                  f"triton {self.triton}" if self.triton else "triton ?"]
+        if self.gpu:
+            parts.append(f"GPU {self.gpu}")
         return ", ".join(parts)
 
 

@@ -1,7 +1,8 @@
 """A skeleton's status, computed from its verification evidence — never written by hand.
 
-For a target environment (backend, compute capability, Triton version), only runs made
-there count (a run on sm_90 says nothing about sm_80). From those:
+For a target environment (backend, compute capability, Triton version and, when given, a
+GPU name), only runs made there count (a run on sm_90 says nothing about sm_80; with a GPU
+name, a run on an H200 says nothing about an H100, although both are sm_90). From those:
 
 - ``refuted``      — the latest run of some pair gave wrong results or failed to launch, or
                      the skeleton's own example is slower there (a wrong template is a bug
@@ -16,14 +17,15 @@ there count (a run on sm_90 says nothing about sm_80). From those:
 - ``draft``        — no run in this environment.
 
 The one-line summary is what ``skel suggest`` shows per suggestion ("1.42× on NVIDIA H200,
-Triton 3.6: 3 kernels"; "slower on NVIDIA H200 at M=4096,N=32768").
+Triton 3.6: 3 kernels"; "slower on NVIDIA H200 at M=4096,N=32768"); ``summarize`` counts a
+listing's statuses and names the evidence they rest on (the last line of `skel skeletons list`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from skel.skeletons.base import Status, Target
 
@@ -41,13 +43,24 @@ def _minor(version: str | None) -> str | None:
     return ".".join(parts[:2])
 
 
+def gpu_matches(device: str | None, gpu: str | None) -> bool:
+    """Is ``device`` ("NVIDIA H100 80GB HBM3") the GPU named ``gpu`` ("H100", "h100")? A
+    case-insensitive substring match; no name matches any device, a run without a device none."""
+    if not gpu:
+        return True
+    return device is not None and gpu.strip().lower() in device.lower()
+
+
 def in_environment(rec: "Verification", target: Target) -> bool:
-    """Does this run speak for the target? Unknown target facts do not exclude a run."""
+    """Does this run speak for the target? Unknown target facts do not exclude a run; a
+    GPU name, when the target gives one, does: the run must have been made on that GPU."""
     if rec.backend == "cpu":
         return False  # the interpreter checks correctness, it says nothing about speed
     if target.backend is not None and rec.backend is not None and rec.backend != target.backend:
         return False
     if target.cc is not None and rec.cc is not None and rec.cc != target.cc:
+        return False
+    if target.gpu and not gpu_matches(rec.device, target.gpu):
         return False
     return True
 
@@ -196,3 +209,70 @@ def evidence_score(report: StatusReport) -> float:
     score = {Status.VALIDATED: 0.5 + 0.5 * gain, Status.DEMONSTRATED: 0.3 + 0.4 * gain,
              Status.DRAFT: 0.25, Status.NO_EFFECT: 0.0, Status.REFUTED: 0.0}.get(basis, 0.25)
     return score * (0.8 if report.status is Status.STALE else 1.0)
+
+
+
+@dataclass
+class StatusSummary:
+    """A listing's statuses counted, and the evidence they rest on: which GPUs and Triton
+    versions the runs that decided them came from. Counted from the very reports the
+    listing shows, so the two cannot disagree."""
+
+    target: Target
+    triton_installed: bool  # the target's Triton is the installed one (not given by hand)
+    counts: dict[str, int]  # every status, in ``Status`` order, zeros included
+    total: int
+    paying: int  # validated + demonstrated
+    evidence: dict[str, list[str]]  # device -> Triton versions (major.minor) of the runs that counted
+    elsewhere: list[str]  # devices with runs that did not count here (another GPU, arch or backend)
+    line: str
+
+    def to_dict(self) -> dict:
+        t = self.target
+        return {"target": {"backend": t.backend, "cc": t.cc, "triton": t.triton, "gpu": t.gpu},
+                "triton_installed": self.triton_installed, "counts": self.counts, "total": self.total,
+                "validated_or_demonstrated": self.paying,
+                "share": round(self.paying / self.total, 4) if self.total else 0.0,
+                "evidence": self.evidence, "elsewhere": self.elsewhere, "line": self.line}
+
+
+def _target_words(target: Target, triton_installed: bool) -> str:
+    bits = [b for b in (target.backend, f"sm_{target.cc}" if target.cc else None) if b]
+    if target.triton:
+        bits.append(f"Triton {target.triton}" + (" (installed)" if triton_installed else ""))
+    else:
+        bits.append("any Triton")
+    bits.append(f"GPU {target.gpu}" if target.gpu else "any GPU")
+    return ", ".join(bits)
+
+
+def summarize(reports: list[StatusReport], target: Target, *, triton_installed: bool = False,
+              runs: Iterable["Verification"] = ()) -> StatusSummary:
+    """Count ``reports`` (one per listed skeleton, computed for ``target``) by status and say
+    where the runs that decided them were made; ``runs``: every run the reports were computed
+    from, to name the GPUs whose runs did not count (another GPU than ``target.gpu``)."""
+    counts = {s.value: 0 for s in Status}
+    for r in reports:
+        counts[r.status.value] += 1
+    total = len(reports)
+    paying = counts[Status.VALIDATED.value] + counts[Status.DEMONSTRATED.value]
+    found: dict[str, set[str]] = {}
+    for rep in reports:
+        for rec in rep.records:
+            if in_environment(rec, target) and rec.device:
+                minor = _minor(rec.triton)
+                found.setdefault(rec.device, set()).update([minor] if minor else [])
+    evidence = {d: sorted(v, key=lambda m: tuple(int(x) for x in m.split(".") if x.isdigit()))
+                for d, v in sorted(found.items())}
+    elsewhere = sorted({r.device for r in runs if r.device and r.backend != "cpu" and r.device not in evidence})
+    if evidence:
+        where = "evidence from " + ", ".join(d + (f" on Triton {' and '.join(v)}" if v else "")
+                                             for d, v in evidence.items())
+    else:
+        what = f"a GPU named {target.gpu!r}" if target.gpu else "this target"
+        where = f"no run measured on {what}" + (f"; runs exist on {', '.join(elsewhere)}" if elsewhere else "")
+    share = f"{round(100 * paying / total)}%" if total else "0%"
+    line = (f"status for {_target_words(target, triton_installed)} ({where}): "
+            + ", ".join(f"{k} {v}" for k, v in counts.items())
+            + f" — {paying} of {total} ({share}) validated or demonstrated")
+    return StatusSummary(target, triton_installed, counts, total, paying, evidence, elsewhere, line)

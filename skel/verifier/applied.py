@@ -21,6 +21,12 @@ PTX only ever sends a candidate on to be timed). The CPU run uses the first CPU 
 
 A launch-side change (MEASURE other than "kernel") can leave machine code identical on
 purpose (grids, configs, specialisation); there identical code is only a note.
+
+KernelBench: the candidate's ``ModelNew`` is compared with ORIGINAL's own ``ModelNew`` where
+ORIGINAL has one (the Triton version being improved), else with ``Model``; both are called
+on ``get_inputs()`` (on the CPU in the offline child, for sm_90). A PyTorch-only ``Model``
+launches no Triton kernel: then nothing is compared, and the note says so (the candidate's
+kernels are still compiled, so a kernel that does not compile for the GPU shows here).
 """
 
 from __future__ import annotations
@@ -178,6 +184,8 @@ def _fn_location(fn: Callable[..., Any]) -> tuple[str, str]:
 def _offline_child(spec: dict[str, Any]) -> dict[str, Any]:
     """In a fresh interpreter with TRITON_INTERPRET off: compile both sides for sm_90."""
 
+    if "kernelbench" in spec:
+        return _offline_child_kernelbench(spec["kernelbench"], spec.get("cc", 90))
     h = Harness.from_file(Path(spec["harness"]))
     out: dict[str, Any] = {}
     with offline_cuda(spec.get("cc", 90)):
@@ -194,6 +202,46 @@ def offline_launches(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[
     """Both sides' machine code for sm_``cc``, compiled on this (GPU-less) machine in a child."""
     spec = {"harness": str(h.path.resolve()), "original": _fn_location(orig_fn),
             "candidate": _fn_location(cand_fn), "shape": shape, "dtype": dtype, "cc": cc}
+    data = _run_child(spec)
+    return ([LaunchCode(**c) for c in data["original"]], [LaunchCode(**c) for c in data["candidate"]])
+
+
+# ---- KernelBench -----------------------------------------------------------------------------
+
+def _kernelbench_sides(problem: Any, offline: bool, prefer: str) -> tuple[list[LaunchCode], list[LaunchCode], str]:
+    """(baseline's launches, candidate's launches, the baseline's name), the models called on
+    ``get_inputs()`` on ``problem.device``; offline, launches only compile."""
+    import torch  # torch: 0.8 s to import; only once a kernel runs
+
+    base, label = problem.baseline()
+    inputs = problem.inputs({}, problem.seed)
+    out: list[list[LaunchCode]] = []
+    with torch.no_grad():
+        for model in (base, problem.model_new):
+            if not offline:
+                model(*inputs)  # compile and tune
+            with capture_launches(offline) as seen:
+                model(*inputs)
+            if problem.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            out.append(codes_of(seen, offline, prefer))
+    return out[0], out[1], label
+
+
+def _offline_child_kernelbench(kb_spec: dict[str, Any], cc: int) -> dict[str, Any]:
+    from skel.verifier import kernelbench as kb  # in the offline child only: KernelBench problems are built there
+
+    with offline_cuda(cc):
+        orig = import_file(Path(kb_spec["original"]))
+        same = Path(kb_spec["candidate"]).resolve() == Path(kb_spec["original"]).resolve()
+        cand = orig if same else import_file(Path(kb_spec["candidate"]))
+        p = kb.Problem(orig, cand, "cpu", int(kb_spec.get("seed", 0)), kb.DEFAULT_TOLERANCE, kb_spec.get("dtype"))
+        p.build(reference=False)
+        a, b, label = _kernelbench_sides(p, offline=True, prefer="ptx")
+    return {"original": [asdict(c) for c in a], "candidate": [asdict(c) for c in b], "label": label}
+
+
+def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
@@ -202,8 +250,30 @@ def offline_launches(h: Harness, orig_fn: Callable[..., Any], cand_fn: Callable[
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise RuntimeError(f"offline compile failed: {tail}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    return ([LaunchCode(**c) for c in data["original"]], [LaunchCode(**c) for c in data["candidate"]])
+    data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data
+
+
+def compare_kernelbench(problem: Any, device: str, prefer: str = "sass") -> tuple[bool | None, str]:
+    """(identical?, detail) for a KernelBench pair (see the module docstring); None when
+    nothing could be compared, with the reason in one line."""
+    if device.startswith("cuda"):
+        a, b, label = _kernelbench_sides(problem, offline=False, prefer=prefer)
+        where = "on get_inputs()"
+    else:
+        spec = {"kernelbench": {"original": str(Path(problem.original.__file__).resolve()),
+                                "candidate": str(Path(problem.candidate.__file__).resolve()),
+                                "seed": problem.seed, "dtype": problem.dtype}, "cc": 90}
+        data = _run_child(spec)
+        a, b = ([LaunchCode(**c) for c in data["original"]], [LaunchCode(**c) for c in data["candidate"]])
+        label = data["label"]
+        where = "compiled offline for sm_90 on get_inputs() (no GPU)"
+    if not a:
+        what = f"the candidate: {len(b)} launch(es)" if b else "the candidate launches none either"
+        return None, (f"machine code not compared: {label} launches no Triton kernel (PyTorch only); "
+                      f"{what}, {where}")
+    same, how = same_machine_code(a, b)
+    return same, f"{how} ({label} against ModelNew), {where}"
 
 
 # ---- the stage -----------------------------------------------------------------------------
@@ -218,9 +288,12 @@ def _kernels(path: Path, prefix: str | None) -> list[Any]:
 
 
 def compare_machine_code(h: Harness, orig_fn: Any, cand_fn: Any, device: str,
-                         prefer: str = "sass") -> tuple[bool | None, str]:
+                         prefer: str = "sass", problem: Any = None) -> tuple[bool | None, str]:
     """(identical?, detail). None when it could not be compared, with the reason.
-    ``prefer="ptx"`` skips nvdisasm (about a second a kernel) where many pairs are compared."""
+    ``prefer="ptx"`` skips nvdisasm (about a second a kernel) where many pairs are compared.
+    ``problem``: a built KernelBench problem (:class:`skel.verifier.kernelbench.Problem`)."""
+    if problem is not None:
+        return compare_kernelbench(problem, device, prefer)
     dtype = h.dtypes[0]
     if device.startswith("cuda"):
         if not h.gpu_shapes:
@@ -238,7 +311,8 @@ def compare_machine_code(h: Harness, orig_fn: Any, cand_fn: Any, device: str,
 
 
 def check_applied(original: Path, candidate: Path, *, kernel: str | None, skeleton: str | None,
-                  harness: Harness | None, orig_fn: Any, cand_fn: Any, device: str) -> AppliedResult:
+                  harness: Harness | None, orig_fn: Any, cand_fn: Any, device: str,
+                  problem: Any = None) -> AppliedResult:
     notes: list[str] = []
     same_file = Path(original).resolve() == Path(candidate).resolve()
     prefix = getattr(cand_fn, "__name__", None) if same_file else None
@@ -266,7 +340,7 @@ def check_applied(original: Path, candidate: Path, *, kernel: str | None, skelet
         notes.append("machine code not compared (no harness launchers)")
         return AppliedResult(None, "parses" + (f"; {skeleton} present" if skeleton else ""), notes)
     try:
-        same, how = compare_machine_code(harness, orig_fn, cand_fn, device)
+        same, how = compare_machine_code(harness, orig_fn, cand_fn, device, problem=problem)
     except Exception as e:  # a compile failure is the next stages' verdict, not this one's
         notes.append(f"machine code not compared: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         return AppliedResult(None, "parses", notes)

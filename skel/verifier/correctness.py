@@ -22,7 +22,13 @@ per shape run back to back (a result cached for repeated inputs, or work done on
 first call, gives stale or poisoned outputs on the second), fresh shapes drawn by perturbing
 the sizes not in ``FIXED`` (a candidate special-cased to the benchmark's shapes fails them),
 the partitioned run against the whole (``split``), and error growth with ``LENGTH`` against
-the float64 reference (a TF32 dot passes a short test and drifts over a long context).
+the float64 reference (a TF32 dot passes a short test and drifts over a long context). Then,
+once per run: a replay (two calls back to back whose inputs differ only in their middle: an
+answer cached on a weak fingerprint is stale), large values (float inputs scaled to |x| <=
+``LARGE``: NaN/Inf where the original stays finite is a numerically unsafe shortcut), and one
+wide shape per unfixed size (past the next power of two of ``WIDE`` times the CPU shape's: a
+block or table sized for the small shapes truncates). Whether the candidate launches a kernel
+at all, and whether it left the checker alone, is ``integrity.py``'s (the run wraps this stage).
 
 A candidate failure is blamed on the candidate only if the original passes the same case:
 where both fail (a fresh shape the problem does not allow, bf16 dots under the interpreter)
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -230,17 +237,24 @@ def blame_reads(checks: list[OutputCheck], source: str) -> None:
 
 
 def run_and_check(h: Harness, launcher: Any, shape: dict[str, int], dtype_name: str, seed: int,
-                  device: str, tolerance: tuple[float, float] | None = None) -> list[OutputCheck]:
+                  device: str, tolerance: tuple[float, float] | None = None,
+                  transform: Callable[[list], list] | None = None, find_reads: bool = True) -> list[OutputCheck]:
     """Fresh inputs for (shape, dtype, seed), poisoned outputs, every tensor in a guarded
     buffer, one run, every output and every guard checked. An exception from the launcher
-    leaves as ``LaunchFailed``; one from the harness as itself."""
+    leaves as ``LaunchFailed``; one from the harness as itself. ``transform`` changes the
+    harness's inputs (in place) before the run: larger values, a changed interior.
+    ``find_reads``: where an output has NaN the reference does not, rerun with the guard bands
+    changed to say which input was read past (off where NaN from overflow is expected)."""
     import torch  # torch: 0.8 s to import; only once a kernel runs
 
     dtype = dtype_of(dtype_name)
     atol, rtol = tolerance or h.tolerance(dtype_name)
 
     def launch(poisoned: Any = None) -> tuple[list, list, list, dict, dict]:
-        inputs, gin = guards.guard_all(h.make_inputs(shape, dtype, seed, device), poisoned)
+        made = list(h.make_inputs(shape, dtype, seed, device))
+        if transform is not None:
+            made = transform(made)
+        inputs, gin = guards.guard_all(made, poisoned)
         saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         outputs, gout = guards.guard_all(h.make_outputs(shape, dtype, device), role=1)
         for o in outputs:
@@ -265,7 +279,7 @@ def run_and_check(h: Harness, launcher: Any, shape: dict[str, int], dtype_name: 
             checks.append(OutputCheck(-1 - i, float("nan"), float("nan"), 1, 1, atol, rtol,
                                       note=f"input {i} was modified by the launcher"))
     checks.extend(guard_checks(gin, gout, atol, rtol))
-    if gin and any(c.nonfinite for c in checks if c.index >= 0):
+    if find_reads and gin and any(c.nonfinite for c in checks if c.index >= 0):
         def count(poisoned: Any) -> int:
             _, _, outs, _, _ = launch(poisoned)
             return unexpected_nonfinite(outs, ref)
@@ -293,6 +307,8 @@ class Case:
     shape: dict[str, int]
     dtype: str
     seed: int
+    transform: Callable[[list], list] | None = None  # the inputs changed before the run (run_and_check)
+    find_reads: bool = True  # NaN in an output: rerun to find a read past an input (run_and_check)
 
     @property
     def label(self) -> str:
@@ -426,7 +442,8 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
     ratio = RATIO if h.error_ratio is None else h.error_ratio
 
     def run(launcher: Any, case: Case) -> list[OutputCheck]:
-        return run_and_check(h, launcher, case.shape, case.dtype, case.seed, device, tolerance)
+        return run_and_check(h, launcher, case.shape, case.dtype, case.seed, device, tolerance, case.transform,
+                             case.find_reads)
 
     # named shapes, two seeds each, back to back: caches and first-call-only work fail the second
     for name in shape_names:
@@ -458,7 +475,187 @@ def same_results(h: Harness, orig: Any, cand: Any, *, shape_names: list[str], dt
     if h.length and shape_names:
         if not check_growth(res, h, orig, cand, h.shapes[shape_names[0]], dtypes[0], seed, device, tolerance):
             return res
+    if shape_names:
+        first = Case(shape_names[0], h.shapes[shape_names[0]], dtypes[0], seed)
+        if not check_replay(res, h, run, orig, cand, first, device, ratio):
+            return res
+        if not check_large_values(res, run, orig, cand, first, ratio):
+            return res
+    cpu = [n for n in shape_names if n in h.cpu_shapes]
+
+    def cost(shape: dict[str, int]) -> float | None:
+        try:
+            return float(h.flops(shape, dtype_of(dtypes[0])) or h.bytes_moved(shape, dtype_of(dtypes[0])) or 0) or None
+        except Exception:  # noqa: BLE001 - a roofline term that cannot take the shape: no bound from it
+            return None
+
+    for name, key, shape in wide_shapes({n: h.shapes[n] for n in cpu}, fixed, cost):
+        case = Case(f"wide {key} from {name}", shape, dtypes[0], seed + 11)
+        try:
+            ok = judge(res, run, orig, cand, case, f"a block, grid or table sized for the small shapes? ({key} "
+                       f"{h.shapes[name][key]} -> {shape[key]})", ratio)
+        except Exception as e:  # noqa: BLE001 - the harness rejects the shape: say so, go on
+            res.notes.append(f"wide shape {shape_label(shape)}: the harness cannot make it ({type(e).__name__}: "
+                             f"{e}); declare the size in FIXED")
+            continue
+        if not ok:
+            return res
     return res
+
+
+# --- sizes well past the CPU shapes ------------------------------------------------------------
+
+#: a wide shape's size: past the next power of two of this many times the CPU shape's size
+WIDE = 8
+#: at most this many times the small shape's flops (or bytes moved): a size whose cost grows
+#: faster than linearly (attention's sequence length) is grown less, to no less than past the
+#: next power of two of twice it
+WIDE_COST = 16
+
+
+def wide_size(v: int) -> int:
+    """Past the next power of two of ``WIDE`` times ``v`` (at most 16x), by one: a block, grid
+    or table sized for the small shape no longer covers it, and the last block is one element."""
+    return min(1 << (WIDE * v - 1).bit_length(), 2 * WIDE * v) + 1
+
+
+def wide_shapes(shapes: dict[str, dict[str, int]], fixed: tuple[str, ...],
+                cost: Callable[[dict[str, int]], float | None] | None = None) -> list[tuple[str, str, dict[str, int]]]:
+    """(the shape it comes from, the size grown, the shape) per size not in ``fixed``: that size
+    grown to :func:`wide_size` of its largest value over ``shapes``, every other unfixed size
+    cut to a quarter (at least 1), so a probe costs a few times the small shape under the
+    interpreter, not tens; where ``cost`` (the harness's flops) says more than ``WIDE_COST``
+    times the small shape's, the size is halved towards past the next power of two of twice it."""
+    out: list[tuple[str, str, dict[str, int]]] = []
+    keys = dict.fromkeys(k for sh in shapes.values() for k, v in sh.items()
+                         if k not in fixed and isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    for key in keys:
+        name = max((n for n in shapes if isinstance(shapes[n].get(key), int)), key=lambda n: shapes[n][key])
+        base = shapes[name]
+        new = {k: (wide_size(v) if k == key else max(1, (v + 3) // 4))
+               if k in keys and isinstance(v, int) and not isinstance(v, bool) and v > 0 else v
+               for k, v in base.items()}
+        was = cost(base) if cost is not None else None
+        floor = 1 << (2 * base[key] - 1).bit_length()
+        while cost is not None and was and new[key] - 1 > floor and (cost(new) or 0) > WIDE_COST * was:
+            new[key] = (new[key] - 1) // 2 + 1
+        if all(new != s for _, _, s in out):
+            out.append((name, key, new))
+    return out
+
+
+# --- a replayed answer: the inputs' ends kept, the interior changed ----------------------------
+
+REPLAY = ("the inputs' first and last elements were the previous call's, their interior new: an answer cached "
+          "on a weak fingerprint of the inputs?")
+
+
+def interior_from(h: Harness, shape: dict[str, int], dtype: str, seed: int, device: str
+                  ) -> Callable[[list], list]:
+    """A transform: every float input's middle half (in element order) replaced by that of the
+    inputs for ``seed``; its first and last quarters, and every other input, kept."""
+    def change(xs: list) -> list:
+        import torch  # torch: 0.8 s to import; only once a kernel runs
+
+        others = h.make_inputs(shape, dtype_of(dtype), seed, device)
+        with torch.no_grad():
+            for x, y in zip(xs, others):
+                if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dtype.is_floating_point
+                        and x.shape == y.shape and x.dtype == y.dtype and x.numel() >= 3):
+                    continue
+                flat, src = x.flatten().clone(), y.flatten()
+                a, b = flat.numel() // 4 or 1, flat.numel() - (flat.numel() // 4 or 1)
+                flat[a:b] = src[a:b]
+                x.copy_(flat.view(x.shape))
+        return xs
+
+    return change
+
+
+def check_replay(res: SameResults, h: Harness, run: Runner, orig: Any, cand: Any, first: Case, device: str,
+                 ratio: float) -> bool:
+    """Two calls back to back on inputs that differ only inside (same shape, same first and last
+    elements, a changed middle): a cache keyed on the shape and a few elements replays."""
+    a = Case(f"replay from {first.name}", first.shape, first.dtype, first.seed + 5)
+    b = Case(f"replay from {first.name}, interior changed", first.shape, first.dtype, first.seed + 5,
+             interior_from(h, first.shape, first.dtype, first.seed + 6, device))
+    return judge(res, run, orig, cand, a, REPEAT, ratio) and judge(res, run, orig, cand, b, REPLAY, ratio)
+
+
+# --- large values: where floating-point range matters ------------------------------------------
+
+#: the largest |value| of every float input in the large-values case: past ~88 a logit overflows
+#: exp in float32 unless the maximum is subtracted first, and at a tenth of this (the other
+#: sign's extreme of a symmetric draw) it still does
+LARGE = 1000.0
+
+
+def scaled_to(limit: float) -> Callable[[list], list]:
+    """A transform: every float input scaled (in place) so that its largest |value| is
+    ``limit``, or a sixteenth of its dtype's largest finite value where that is less."""
+    def scale(xs: list) -> list:
+        import torch  # torch: 0.8 s to import; only once a kernel runs
+
+        with torch.no_grad():
+            for x in xs:
+                if not (isinstance(x, torch.Tensor) and x.dtype.is_floating_point and x.numel()):
+                    continue
+                top = float(x.detach().to(torch.float64).abs().max())
+                if top > 0 and math.isfinite(top):
+                    x.copy_((x.to(torch.float64) * (min(limit, torch.finfo(x.dtype).max / 16) / top)).to(x.dtype))
+        return xs
+
+    return scale
+
+
+def check_large_values(res: SameResults, run: Runner, orig: Any, cand: Any, first: Case, ratio: float) -> bool:
+    """Both sides on the first case's inputs scaled to |x| <= ``LARGE``. The candidate is wrong
+    only where the original is right there and the candidate has NaN/Inf where the reference is
+    finite, or an error ``ratio`` times the original's (above its floor): a numerically unsafe
+    shortcut (no max subtraction, a sum of squares in half precision). Anything else, a miss
+    both make or an error inside the tolerance's reach of the original's, passes."""
+    case = Case(f"large values (|x| <= {LARGE:g}) from {first.name}", first.shape, first.dtype, first.seed + 3,
+                scaled_to(LARGE), find_reads=False)
+    with warnings.catch_warnings():  # overflow in the interpreter's numpy is what this case looks for
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            mine = run(cand, case)
+        except LaunchFailed as e:
+            mine, raised = [], str(e)
+        else:
+            raised = ""
+        try:
+            theirs = run(orig, case)
+        except LaunchFailed:
+            res.notes.append(f"{case.label}: the original raises; not checked")
+            return True
+    if not all(c.ok for c in theirs):  # the problem does not allow such values (a float16 matmul overflows)
+        res.notes.append(f"{case.label}: not checked, the original fails there too")
+        return True
+    if raised:
+        res.verdict, res.detail = "failed", f"{case.label}: raised {raised}"
+        return False
+    by_index = {c.index: c for c in theirs}
+    for c in mine:
+        o = by_index.get(c.index)
+        if c.note and not c.nonfinite:  # a guard band, a modified input, a wrong shape: never the values' fault
+            res.verdict, res.detail = "wrong", f"{case.label}: {c.describe()}"
+            return False
+        if c.index < 0 or o is None:
+            continue
+        if c.nonfinite:
+            res.verdict, res.detail = "wrong", (
+                f"{case.label}: output {c.index}: {c.nonfinite}/{c.total} elements NaN/Inf where the reference and "
+                f"the original are finite: numerically unsafe for large inputs (an overflow the original avoids?)")
+            return False
+        if c.floor > 0 and c.max_abs_error > c.floor and ratio and c.max_abs_error >= ratio * o.max_abs_error \
+                and (not c.ok or o.max_abs_error > 0):
+            res.verdict, res.detail = "wrong", (
+                f"{case.label}: error {_num(c.max_abs_error)} vs the original's {_num(o.max_abs_error)} on output "
+                f"{c.index} (atol {c.atol:g}, rtol {c.rtol:g}): numerically unsafe for large inputs?")
+            return False
+    res.checked.append(case.label)  # its errors scale with the inputs: not the run's max error
+    return True
 
 
 # --- partitioned against whole -----------------------------------------------------------

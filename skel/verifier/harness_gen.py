@@ -17,8 +17,12 @@ taken from a project has none. This writes one:
    grid is one program per row. Sizes come from ``--shape`` (a parameter's shape ``X=4x4096``
    or a size ``cols=4096``), else small defaults; values from ``--arg NAME=LITERAL``.
 3. **Probing.** Where the layout is a guess (a weight the width of a row, or of the whole
-   input; an unknown scalar), the layouts are tried in order on the CPU interpreter and the
-   first under which the original runs and launches NAME is kept.
+   input; an unknown scalar; a chunk size), the layouts are tried in order on the CPU
+   interpreter; those under which the original runs and launches NAME are self-checked in
+   turn (step 5), and the first that passes is kept: a layout can run and still be wrong (a
+   tensor smaller than the launcher views it as, so the kernel reads past it). The kernel
+   runs under :func:`skel.verifier.harness_rt.interpreter_shims` (float arguments as fp32
+   scalars, libdevice, autotuners, every access inside the kernel's tensors).
 4. **The reference** is the original, run on the same inputs; outputs are what the launcher
    returns and every tensor argument after the call. Tolerances are per dtype.
 5. **Self-check.** The harness is loaded back and the original is verified against itself
@@ -29,13 +33,15 @@ taken from a project has none. This writes one:
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import itertools
 import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from skel.errors import InputError, UsageError
 from skel.kernels.model import KernelFacts
@@ -52,6 +58,7 @@ RANK_DIMS = {1: (("cols", 100),), 2: (("rows", 5), ("cols", 100)), 3: (("batch",
              4: (("batch", 2), ("seq", 37), ("heads", 2), ("dim", 32))}
 GPU_SCALE = 40  # the GPU shape: every size not FIXED, times this (a guess: edit SHAPES)
 MAX_PROBES = 48
+MAX_CHECKED = 8  # layouts that run, self-checked in turn until one passes
 
 _TENSOR_ATTRS = {"shape", "stride", "size", "dtype", "device", "view", "reshape", "contiguous", "numel", "dim", "ndim",
                  "is_contiguous", "data_ptr", "new_empty", "new_zeros", "new_ones", "element_size", "flatten", "t",
@@ -63,6 +70,10 @@ _ROWS = re.compile(r"(?i)^(n_?rows?|rows?|m|b|bs|batch(_size)?|num_tokens|n_toke
 _STRIDE = re.compile(r"(?i)stride")
 _LAST_AXIS = re.compile(r"(?i)(col|_n|_d|_k|_h|1)$")
 _SIZE = re.compile(r"(?i)(^n_|^num_|_size$|^n$|^[a-z]$|len|dim|cols?$|width|hidden|^d$|^k$|^v$|^h$)")
+_COUNT = re.compile(r"(?i)(^|_)(chunk|block|group|tile|page|window)(_?size)?$|"
+                    r"^(num|n)_?(groups?|chunks?|blocks?|heads?|channels?)$|_size$|^size$")
+_VALUE = re.compile(r"(?i)eps|softcap|cap$|offset|scale|alpha|beta|gamma|temperature|multiplier|factor|coef|"
+                    r"lambda|smoothing|ignore_index")
 _BOOL = re.compile(r"(?i)^(is_|use_|has_|do_|enable|return_|in_?place|training|reverse|HAS_|USE_|IS_)")
 
 
@@ -166,21 +177,60 @@ def plan_imports(path: Path, notes: list[str]) -> tuple[Any, bool, list[str]]:
         mark = set(sys.modules)
         try:
             if inside:
-                __import__(name)
+                _with_leaf_stubs(functools.partial(__import__, name), top, stubs, root=root)
             else:
                 raise ImportError(f"No module named {name.split('.')[0]!r}")
         except Exception:  # noqa: BLE001 - whatever stops it importing, a stub stands in
             _forget(set(sys.modules) - mark, top)
             stubs.append(name)
-            rt.install_stubs([name])
+            rt.install_stubs([name], root)
     try:
-        mod = rt.load_kernel_module(path, bare=root is not None, stubs=stubs)
+        mod = _with_leaf_stubs(functools.partial(rt.load_kernel_module, path, bare=root is not None, stubs=stubs),
+                               top, stubs, path, root)
     except InputError as e:
         raise InputError(f"{path}: cannot import it, even with its package's failing imports stubbed ({why}); "
                          f"then: {str(e).split(': ', 1)[-1]}") from e
     notes.append(f"importing it failed ({why}); imported with {'its parent packages bare and ' if root else ''}"
                  f"{len(stubs)} module(s) stubbed: {', '.join(stubs) or 'none'}")
     return mod, root is not None, stubs
+
+
+MAX_LEAF_STUBS = 12
+
+
+def _missing_leaf(e: BaseException | None, top: str) -> str | None:
+    """The module a failed import misses, when it is not installed and not the kernel's own
+    package (``psutil``, ``IPython``, ``einops``): a stub can stand in for it."""
+    seen = 0
+    while e is not None and seen < 16:
+        if isinstance(e, ModuleNotFoundError) and e.name:
+            first = e.name.split(".")[0]
+            if first in (top, "torch", "triton") or rt.module_importable(first) and "." not in e.name:
+                return None
+            return e.name
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
+
+
+def _with_leaf_stubs(do: Callable[[], Any], top: str, stubs: list[str], path: Path | None = None,
+                     root: Path | None = None) -> Any:
+    """``do()``, with each third-party module it misses stubbed (added to ``stubs``) and
+    tried again: a module of the package whose import chain reaches an uninstalled
+    dependency (sglang's platform helpers, which import psutil) runs for real."""
+    for _ in range(MAX_LEAF_STUBS):
+        mark = set(sys.modules)
+        try:
+            return do()
+        except Exception as e:  # noqa: BLE001 - a missing dependency is stubbed, anything else raised
+            leaf = _missing_leaf(e, top)
+            if leaf is None or leaf in stubs:
+                raise
+            _forget(set(sys.modules) - mark, top)
+            if path is not None:
+                rt._LOADED.pop(str(path.resolve()), None)
+            stubs.append(leaf)
+            rt.install_stubs([leaf], root)
+    return do()
 
 
 # ---- what to pass ------------------------------------------------------------------------------
@@ -210,6 +260,8 @@ def _scalar_guesses(name: str) -> list[Any]:
         return [30.0]
     if _BOOL.search(name):
         return [False, True]
+    if _COUNT.search(name):  # a chunk or block size, a number of groups: a small power of two
+        return [16, 4, 1, None]
     if "offset" in low:
         return [0.0, 0]
     if re.search(r"scale|alpha|beta|gamma|temperature|multiplier|factor|coef|weight|lambda|smoothing", low):
@@ -277,8 +329,8 @@ def _dims_for(name: str, use: _Usage, rank: int | None = None) -> list[tuple[str
     r = len(names) if names else (rank or max(use.rank.get(name, 0), 2))
     r = max(1, min(r, 4))
     defaults = RANK_DIMS[r] if r in RANK_DIMS else RANK_DIMS[2]
-    if names:
-        return [(n, defaults[i][1]) for i, n in enumerate(names)]
+    if names:  # past rank 4 (b, c, t, h, w = x.shape), each further size is a small 4
+        return [(n, defaults[i][1] if i < len(defaults) else 4) for i, n in enumerate(names)]
     return list(defaults)
 
 
@@ -441,6 +493,8 @@ def _direct_plan(kf: KernelFacts, wl: Workload, given: dict[str, Any]) -> _Plan:
                 options.append([{"name": name, "kind": "value", "value": literals.sizes[name]}])
             elif _BOOL.search(name):
                 options.append([{"name": name, "kind": "value", "value": v} for v in (False, True)])
+            elif _VALUE.search(name):  # a constexpr value (beta, eps, ignore_index), not a block size
+                options.append([{"name": name, "kind": "value", "value": v} for v in _scalar_guesses(name)])
             else:
                 options.append([{"name": name, "kind": "pow2", "of": "cols", "min": 16}])
         elif name in pointers or (not p.default and re.search(r"(?i)ptr$", name)):
@@ -469,11 +523,13 @@ def _direct_plan(kf: KernelFacts, wl: Workload, given: dict[str, Any]) -> _Plan:
 # ---- probing and writing -----------------------------------------------------------------------
 
 def _probe(module: Any, kf: KernelFacts, launcher: str | None, plan: _Plan, dtype: Any
-           ) -> tuple[list[dict[str, Any]], int, list[str], str]:
-    """The first argument layout under which the original runs and launches the kernel:
-    (args, tensors returned, kernels launched, ""), or the last failure's words."""
+           ) -> Iterator[tuple[list[dict[str, Any]], int, list[str], str]]:
+    """Each argument layout under which the original runs and launches the kernel, in the
+    plan's order: (args, tensors returned, kernels launched, ""); when none launches it, the
+    first that runs, with the last failure's words."""
     last = "no layout to try"
     fallback: tuple[list[dict[str, Any]], int, list[str]] | None = None
+    found = False
     for args in plan.combos():
         spec = rt.Spec(str(kf.path), str(Path(module.__file__).resolve()), kf.name, launcher, args, plan.grid,
                        returned=0)
@@ -485,11 +541,16 @@ def _probe(module: Any, kf: KernelFacts, launcher: str | None, plan: _Plan, dtyp
             last = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
             continue
         if kf.name in seen:
-            return args, results, seen, ""
+            found = True
+            yield args, results, seen, ""
+            continue
         fallback = fallback or (args, results, seen)
         last = f"it ran but launched {', '.join(dict.fromkeys(seen)) or 'no kernel'}, not {kf.name}"
+    if found:
+        return
     if fallback is not None:
-        return *fallback, last
+        yield *fallback, last
+        return
     raise InputError(f"{kf.path}: the original does not run under any guessed layout ({last}); give sizes with "
                      "--shape NAME=AxB and values with --arg NAME=VALUE")
 
@@ -590,28 +651,50 @@ def generate(kernel_file: str | Path, out: str | Path, *, kernel: str | None = N
         plan = _launcher_plan(fn, wl, given, kf)
     else:
         plan = _direct_plan(kf, wl, given)
-    chosen, returned, launched, problem = _probe(module, kf, host, plan, dtype_of(dtypes[0]))
-    if problem:
-        notes.append(f"the launcher runs, but {problem}: give --launcher or --direct, or arguments that take it "
-                     "there (--arg)")
     out_path = Path(out)
-    used = {d for a in chosen if a["kind"] == "tensor" for d in a["dims"] if isinstance(d, str)}
-    used |= {a["of"] for a in chosen if a["kind"] in ("size", "pow2") and isinstance(a["of"], str)}
-    sizes = {k: v for k, v in plan.sizes.items() if k in used}
     rel = os.path.relpath(path.resolve(), out_path.resolve().parent)
     kernel_ref = rel if not rel.startswith("..") else str(path.resolve())
-    g = GeneratedHarness(out_path, path, kf.name, host, chosen, {"tiny": sizes}, list(dict.fromkeys(launched)),
-                         bare, stubs, notes)
-    fixed = sorted(d for d in plan.fixed if d in sizes)
-    text = _render(g, plan.grid, returned, fixed, list(dtypes), command, kernel_ref)
+    first: tuple[GeneratedHarness, str] | None = None
+    for n, (chosen, returned, launched, problem) in enumerate(_probe(module, kf, host, plan, dtype_of(dtypes[0]))):
+        used = {d for a in chosen if a["kind"] == "tensor" for d in a["dims"] if isinstance(d, str)}
+        used |= {a["of"] for a in chosen if a["kind"] in ("size", "pow2") and isinstance(a["of"], str)}
+        sizes = {k: v for k, v in plan.sizes.items() if k in used}
+        g = GeneratedHarness(out_path, path, kf.name, host, chosen, {"tiny": sizes}, list(dict.fromkeys(launched)),
+                             bare, stubs, list(notes))
+        if problem:
+            g.notes.append(f"the launcher runs, but {problem}: give --launcher or --direct, or arguments that take "
+                           "it there (--arg)")
+        fixed = sorted(d for d in plan.fixed if d in sizes)
+        text = _render(g, plan.grid, returned, fixed, list(dtypes), command, kernel_ref)
+        _write(out_path, text)
+        if not check:
+            return g
+        # a layout can run and still be wrong (a tensor too small for what the launcher views
+        # it as: the kernel reads past it): the first layout whose self-check passes is kept
+        g.check = self_check(out_path, path)
+        if g.check.passed:
+            if first is not None:
+                g.notes.append(f"{n} earlier layout(s) ran but failed the self-check (the first: "
+                               f"{first[0].check.detail if first[0].check else '?'})")
+            return g
+        first = first or (g, text)
+        if n + 1 >= MAX_CHECKED:
+            break
+    assert first is not None  # _probe yields at least once or raises
+    _write(out_path, first[1])
+    return first[0]
+
+
+def _write(out_path: Path, text: str) -> None:
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(text, encoding="utf-8")
     except OSError as e:
         raise InputError(f"{out_path}: cannot write the harness: {e.strerror or e}") from e
-    if check:
-        g.check = self_check(out_path, path)
-    return g
+    try:  # rewritten within a second at the same length, a stale bytecode cache could be loaded
+        Path(importlib.util.cache_from_source(str(out_path))).unlink(missing_ok=True)
+    except (OSError, NotImplementedError, ValueError):
+        pass
 
 
 def self_check(harness: Path, kernel_file: Path) -> SelfCheck:

@@ -57,7 +57,9 @@ class Problem:
     model_new: Any = None
     reference_model: Any = None
 
-    def build(self) -> None:
+    def build(self, reference: bool = True) -> None:
+        """Both models, Model's weights copied into ModelNew; with ``reference``, Model's
+        float64 copy too (not needed where only machine code is read)."""
         import torch  # torch: 0.8 s to import; only once a kernel runs
 
         mod = self.original
@@ -79,17 +81,49 @@ class Problem:
         elif src:
             self.notes.append("ModelNew's parameters are not Model's (names or shapes differ): both built from "
                               "the same seed, weights not copied")
-        try:
-            self.reference_model = copy.deepcopy(self.model).to(torch.float64)
-        except Exception as e:  # noqa: BLE001 - a model that cannot be copied: use it as is
-            self.notes.append(f"no float64 copy of Model ({type(e).__name__}); the reference is Model as is")
-            self.reference_model = None
+        if reference:
+            try:
+                self.reference_model = copy.deepcopy(self.model).to(torch.float64)
+            except Exception as e:  # noqa: BLE001 - a model that cannot be copied: use it as is
+                self.notes.append(f"no float64 copy of Model ({type(e).__name__}); the reference is Model as is")
+                self.reference_model = None
         self.model.to(self.device)
         self.model_new.to(self.device)
         if self.dtype:
 
             self.model.to(dtype_of(self.dtype))
             self.model_new.to(dtype_of(self.dtype))
+
+    # --- what the candidate's machine code is compared with ----------------------------------
+    def baseline_class(self) -> tuple[type, str]:
+        """The class whose kernels the candidate's are compared with, and its name in messages:
+        ORIGINAL's own ``ModelNew`` where it has one and CANDIDATE is another file (the Triton
+        version being improved), else ``Model``."""
+        own = getattr(self.original, "ModelNew", None)
+        if callable(own) and isinstance(own, type) and self.candidate is not self.original:
+            return own, "the original's ModelNew"
+        return type(self.model), "Model"
+
+    def baseline(self) -> tuple[Any, str]:
+        """An instance of :meth:`baseline_class` on this problem's device (Model's weights where
+        they fit), and its name in messages."""
+        import torch  # torch: 0.8 s to import; only once a kernel runs
+
+        cls, label = self.baseline_class()
+        if cls is type(self.model):
+            return self.model, label
+        torch.manual_seed(self.seed)
+        try:
+            m = cls(*self.original.get_init_inputs())
+        except Exception as e:  # the original's own ModelNew
+            raise LaunchFailed(f"the original's ModelNew(*get_init_inputs()) raised {type(e).__name__}: {e}") from e
+        src, dst = self.model.state_dict(), m.state_dict()
+        if src and {k: tuple(v.shape) for k, v in src.items()} == {k: tuple(v.shape) for k, v in dst.items()}:
+            m.load_state_dict(src)
+        m.to(self.device)
+        if self.dtype:
+            m.to(dtype_of(self.dtype))
+        return m, label
 
     # --- inputs, with perturbed constants -------------------------------------------------
     def constants(self) -> dict[str, int]:
@@ -257,4 +291,13 @@ def to_harness(p: Problem) -> tuple[Harness, Any, Any]:
     mod.make_outputs = lambda shape, dt, device: ()  # type: ignore[attr-defined]
     mod.reference = lambda *xs: p.reference(list(xs))  # type: ignore[attr-defined]
     h = Harness.from_module(mod, Path(p.original.__file__ or "kernelbench"))
-    return h, (lambda *xs: p.model(*xs)), (lambda *xs: p.model_new(*xs))
+
+    def call(model: Any) -> Any:
+        import torch  # torch: 0.8 s to import; only once a kernel runs
+
+        def launch(*xs: Any) -> Any:
+            with torch.no_grad():  # as the results stage and KernelBench's own timing run it: no autograd graph
+                return model(*xs)
+        return launch
+
+    return h, call(p.model), call(p.model_new)

@@ -23,7 +23,7 @@ from typing import Any
 
 from skel.errors import VERDICT_EXIT, InputError, UsageError, VerifyError
 from skel.store.evidence import ShapeResult, Verification
-from skel.verifier import applied, correctness, kernelbench
+from skel.verifier import applied, correctness, integrity, kernelbench
 from skel.verifier import harness as hm
 from skel.verifier import kernelbench as kb
 from skel.verifier.harness import import_file
@@ -98,6 +98,8 @@ class _Run:
         self.tolerance: dict[str, tuple[float, float]] = {}
         self.timing: Any = None
         self.uses_dot = True  # the original or candidate calls tl.dot (verify() looks)
+        self.snapshot: integrity.Snapshot | None = None  # the checker before the candidate was imported
+        self.notes: list[str] = []  # the record's notes (memcheck's line)
 
     def stop(self, stage: str, verdict: str, detail: str, notes: list[str] | None = None) -> None:
         self.stages.append(StageReport(stage, "failed", detail, notes or []))
@@ -120,6 +122,8 @@ def verify(req: Request) -> VerifyResult:
             _stage_tests(run)
         if run.verdict is None:
             _stage_timing(run, h, orig_fn, cand_fn)
+            _stage_memcheck(run, h, cand_fn, problem)
+    _check_integrity(run)
     checked = [s for s in run.stages if s.name in ("same results", "tests", "faster") and s.status == "passed"]
     if run.verdict in ("correct", "faster", "no-effect", "slower") and not any(
             s.name in ("same results", "tests") for s in checked):
@@ -151,6 +155,7 @@ def _stage_applied_parse(run: _Run) -> tuple[ModuleType | None, ModuleType | Non
     if req.harness:  # imported first: a generated harness prepares what the kernel files import
         hm.Harness.from_file(req.harness)
     orig = import_file(req.original)
+    run.snapshot = integrity.Snapshot()  # the checker as it is before the candidate's code runs
     if req.candidate.resolve() == req.original.resolve():
         return orig, orig
     try:
@@ -158,7 +163,21 @@ def _stage_applied_parse(run: _Run) -> tuple[ModuleType | None, ModuleType | Non
     except InputError as e:
         run.stop("applied", "failed", f"the candidate does not import: {e}")
         return orig, None
+    why = integrity.tampered(run.snapshot, "when imported")
+    if why:
+        run.stop("applied", "wrong", why)
     return orig, cand
+
+
+def _check_integrity(run: _Run) -> None:
+    """The checker is still what it was before the candidate ran (integrity.py); if not, the
+    verdict is "wrong" whatever the stages said."""
+    why = integrity.tampered(run.snapshot, "during the run")
+    if why and not (run.verdict == "wrong" and "tampering" in run.detail):
+        decided = [s for s in run.stages if s.status != "skipped"]
+        if decided:
+            decided[-1].status, decided[-1].detail = "failed", why
+        run.verdict, run.detail = "wrong", why
 
 
 def _launcher(mod: ModuleType, names: list[str], path: Path) -> Any:
@@ -268,14 +287,13 @@ def _host_code_differs(orig_fn: Any, cand_fn: Any, problem: Any) -> bool:
     names of the kernels they launch. Unreadable source counts as different: the run then
     goes on to check results, which never passes anything silently."""
     if problem is not None:
-        orig_fn, cand_fn = type(problem.model).forward, type(problem.model_new).forward
+        orig_fn, cand_fn = problem.baseline_class()[0].forward, type(problem.model_new).forward
 
     def shape(fn: Any) -> str:
         tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(fn)))
         glb = getattr(fn, "__globals__", {})
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and type(glb.get(node.id)).__name__ in ("JITFunction", "Autotuner",
-                                                                                  "Heuristics"):
+            if isinstance(node, ast.Name) and type(glb.get(node.id)).__name__ in _JIT_TYPES:  # interpreter too
                 node.id = "KERNEL"
             if isinstance(node, ast.FunctionDef):
                 node.name = "LAUNCHER"
@@ -298,7 +316,7 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any =
                      "formatting differ)")
             return
     r = applied.check_applied(req.original, req.candidate, kernel=req.kernel, skeleton=req.skeleton, harness=h,
-                              orig_fn=orig_fn, cand_fn=cand_fn, device=req.device)
+                              orig_fn=orig_fn, cand_fn=cand_fn, device=req.device, problem=problem)
     notes = list(r.notes)
     if r.verdict == "no-op" and _host_code_differs(orig_fn, cand_fn, problem):
         # same kernels, different host code (grid, caching, what runs when): not a no-op
@@ -308,8 +326,11 @@ def _stage_applied(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any =
         run.stop("applied", r.verdict, r.detail, notes)
         return
     run.stages.append(StageReport("applied", "passed", r.detail, notes))
-    if req.device == "cpu":
-        said = " ".join(r.notes).lower()
+    said = " ".join(r.notes).lower()
+    if problem is not None and "launches no triton kernel" in said:
+        run.unchecked.append("machine code not compared: the original's Model is PyTorch only (no Triton kernel); "
+                             "put the Triton version being improved in ORIGINAL as ModelNew to compare with it")
+    elif req.device == "cpu":
         if "offline" in said and "not compared" not in said:
             run.unchecked.append("machine code compared offline only (compiled for the GPU target, not run): "
                                  "launch grids and the installed driver's code not compared")
@@ -330,6 +351,44 @@ def _shape_names(run: _Run, h: Any) -> list[str]:
 
 
 def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any) -> None:
+    """The stage below, watched (integrity.Watch): Triton launches are counted per side and the
+    checker is checked after every call of the candidate. A replaced checker is "wrong"; a
+    candidate that passes but launches no Triton kernel where the original does is "not-applied"."""
+    watch = integrity.Watch(run.snapshot)
+    if problem is not None:
+        watch.hook(problem.model_new, "candidate")
+    try:
+        with watch:
+            _same_results(run, h, watch.wrap(orig_fn, "original") if problem is None else orig_fn,
+                          watch.wrap(cand_fn, "candidate") if problem is None else cand_fn, problem)
+    except integrity.Tampered as e:
+        run.stop("same results", "wrong", str(e))
+        return
+    passed = [s for s in run.stages if s.name == "same results" and s.status == "passed"]
+    if run.verdict is not None or not passed:
+        return
+    why = watch.no_kernel(lambda: _original_once(run, h, orig_fn, problem), kernelbench=problem is not None)
+    if why:
+        run.stages.remove(passed[0])
+        run.stop("same results", "not-applied", why, passed[0].notes)
+
+
+def _original_once(run: _Run, h: Any, orig_fn: Any, problem: Any) -> None:
+    """The original (KernelBench: the model the candidate's machine code is compared with) once,
+    on the first shape and dtype checked: to count its kernel launches."""
+    if problem is not None:
+        import torch  # torch: 0.8 s to import; only once a kernel runs
+
+        model = problem.baseline()[0]
+        with torch.no_grad():
+            model(*problem.inputs({}, problem.seed))
+        return
+    shape = h.shapes[_shape_names(run, h)[0]]
+    dtype = correctness.dtype_of(run.dtypes[0] if run.dtypes else h.dtypes[0])
+    orig_fn(*h.make_inputs(shape, dtype, run.req.seed, run.req.device), *h.make_outputs(shape, dtype, run.req.device))
+
+
+def _same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: Any) -> None:
     req = run.req
     if run.format == "tests":
         run.skip("same results", "no harness or KernelBench problem: only the project's tests check results")
@@ -403,7 +462,9 @@ def _stage_timing(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
         run.verdict, run.detail = "correct", "same results; not timed (check only)"
         return
     if req.device == "cpu":
-        run.skip("faster", "no timing on the CPU (TRITON_INTERPRET=1): speed not measured")
+        run.stages.append(StageReport("faster", "skipped", "no timing on the CPU (TRITON_INTERPRET=1): speed not "
+                                      "measured", [MEMCHECK_CPU]))
+        run.notes.append(MEMCHECK_CPU)
         run.unchecked.append("no timing on the CPU: whether the candidate is faster is unknown")
         run.verdict, run.detail = "correct", "same results; not timed (CPU)"
         return
@@ -436,6 +497,53 @@ def _stage_timing(run: _Run, h: Any, orig_fn: Any, cand_fn: Any) -> None:
         return
     run.stages.append(StageReport("faster", "passed" if t.verdict == "faster" else "failed", detail, list(t.notes)))
     run.verdict, run.detail = t.verdict, detail
+
+
+MEMCHECK_CPU = "memcheck: not run (CPU)"
+
+
+def claims_validated(run: _Run) -> bool:
+    """Would this run count towards a skeleton's ``validated``: faster by the status bar, on a
+    kernel that is not a skeleton's own example."""
+    from skel.skeletons.status import VALIDATED_MIN  # read at call time: skeletons sit in another layer
+
+    t = run.timing
+    return (run.verdict == "faster" and run.req.subject != "example" and t is not None
+            and (t.speedup or 0.0) >= VALIDATED_MIN)
+
+
+def memcheck_target(req: Request, h: Any, cand_fn: Any, problem: Any) -> Any:
+    """What the memcheck child launches for this request (:class:`sanitizer.Target`)."""
+    from skel.verifier.sanitizer import Target  # the sanitizer: only for a run that claims validated on a GPU
+
+    if problem is not None:
+        return Target(str(req.original), str(req.candidate), dtype=req.dtype, seed=req.seed, kernelbench=True)
+    shape = (req.shapes or list(h.gpu_shapes) or list(h.shapes))[0]
+    dtype = req.dtype or h.dtypes[0]
+    if req.harness and callable(getattr(h.module, "launcher_for", None)) and not req.sides:
+        return Target(str(req.harness), str(req.candidate), None, shape, dtype, req.seed)
+    launcher = req.sides[1] if req.sides else getattr(cand_fn, "__name__", None)
+    return Target(str(h.path), str(req.candidate), launcher, shape, dtype, req.seed)
+
+
+def _stage_memcheck(run: _Run, h: Any, cand_fn: Any, problem: Any) -> None:
+    """compute-sanitizer memcheck on the first GPU shape of a run that claims ``validated``;
+    an error found turns the verdict into "failed" with the first error in one line."""
+    req = run.req
+    if req.device == "cpu" or h is None or not claims_validated(run):
+        return
+    from skel.verifier import sanitizer  # the sanitizer: only for a run that claims validated on a GPU
+
+    r = sanitizer.memcheck(memcheck_target(req, h, cand_fn, problem))
+    line = r.line()
+    run.notes.append(line)
+    stage = next(s for s in run.stages if s.name == "faster")
+    stage.notes.append(line)
+    if r.status == "errors":
+        stage.status = "failed"
+        run.verdict, run.detail = "failed", line
+    elif not r.ran:
+        run.unchecked.append(f"{line}: memory errors that change no result not looked for")
 
 
 # --- the record --------------------------------------------------------------------------------
@@ -485,4 +593,4 @@ def _record(run: _Run) -> Verification:
         speedup=getattr(t, "speedup", None), spread=getattr(t, "spread", None), noise=getattr(t, "noise", None),
         timing=getattr(t, "method", None),
         per_shape=[s if isinstance(s, ShapeResult) else ShapeResult(**s) for s in getattr(t, "per_shape", [])],
-        detail=run.detail)
+        detail=run.detail, notes=list(run.notes))

@@ -218,11 +218,40 @@ def _order(name: str, plan: dict[str, list[str]]) -> list[str]:
     return first + list(dict.fromkeys(rest))
 
 
+def do_bench_rounds(fns: dict[str, Any], rounds: int = ROUNDS) -> dict[str, list[float]]:
+    """The suite's own timing loop: ``rounds`` rounds, each side of ``fns`` in turn per round
+    (interleaved), one ``triton.testing.do_bench`` median per side per round (warmup 10 ms,
+    rep 40 ms, L2 flushed by do_bench before every call), under ``torch.no_grad()``."""
+    import torch
+    import triton
+
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    with torch.no_grad():
+        for _ in range(rounds):
+            for side, fn in fns.items():
+                times[side].append(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+    return times
+
+
+def do_bench_stats(times: dict[str, list[float]]) -> dict[str, Any]:
+    """Speed-up of "C" over "O" (median of the per-round ratios), its spread (half the IQR), the
+    noise floor ("O" against "N", the original again) and the verdict beyond their margin."""
+    ratio = sorted(o / c for o, c in zip(times["O"], times["C"]))
+    noise_r = sorted(o / n for o, n in zip(times["O"], times["N"]))
+    q = statistics.quantiles(ratio, n=4)
+    speed, spread = statistics.median(ratio), (q[2] - q[0]) / 2
+    noise = abs(statistics.median(noise_r) - 1) + (statistics.quantiles(noise_r, n=4)[2]
+                                                     - statistics.quantiles(noise_r, n=4)[0]) / 2
+    margin = max(noise, spread, 0.02)
+    verdict = "faster" if speed > 1 + margin else "slower" if speed < 1 - margin else "no-effect"
+    return dict(verdict=verdict, speedup=speed, spread=spread, noise=noise,
+                original_ms=statistics.median(times["O"]), candidate_ms=statistics.median(times["C"]))
+
+
 def _time_kernelbench(prob: dict[str, Any], candidate: Path, device: str) -> dict[str, Any]:
     """Naive ModelNew against the candidate ModelNew, interleaved do_bench rounds, with the noise
     floor (naive against itself) measured in the same rounds."""
     import torch
-    import triton
 
     from skel.verifier.harness import import_file
 
@@ -238,25 +267,27 @@ def _time_kernelbench(prob: dict[str, Any], candidate: Path, device: str) -> dic
     torch.manual_seed(1)
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
     fns = {"O": lambda: models[0](*inputs), "C": lambda: models[1](*inputs), "N": lambda: models[0](*inputs)}
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    with torch.no_grad():
-        for _ in range(ROUNDS):
-            for side in ("O", "C", "N"):
-                times[side].append(triton.testing.do_bench(fns[side], warmup=10, rep=40, return_mode="median"))
-    ratio = sorted(o / c for o, c in zip(times["O"], times["C"]))
-    noise_r = sorted(o / n for o, n in zip(times["O"], times["N"]))
-    q = statistics.quantiles(ratio, n=4)
-    speed, spread = statistics.median(ratio), (q[2] - q[0]) / 2
-    noise = abs(statistics.median(noise_r) - 1) + (statistics.quantiles(noise_r, n=4)[2]
-                                                     - statistics.quantiles(noise_r, n=4)[0]) / 2
-    margin = max(noise, spread, 0.02)
-    verdict = "faster" if speed > 1 + margin else "slower" if speed < 1 - margin else "no-effect"
-    return dict(verdict=verdict, speedup=speed, spread=spread, noise=noise,
+    st = do_bench_stats(do_bench_rounds(fns))
+    speed, spread = st["speedup"], st["spread"]
+    return dict(verdict=st["verdict"], speedup=speed, spread=spread, noise=st["noise"],
                 timing="interleaved do_bench (L2 flushed by do_bench), naive ModelNew vs candidate; "
                        "noise = naive vs itself",
                 per_shape=[dict(shape="get_inputs()", dtype=str(inputs[0].dtype).replace("torch.", ""), speedup=speed,
-                                spread=spread, original_ms=statistics.median(times["O"]),
-                                candidate_ms=statistics.median(times["C"]))])
+                                spread=spread, original_ms=st["original_ms"], candidate_ms=st["candidate_ms"])])
+
+
+def _memcheck_kernelbench(rec: dict[str, Any], prob: dict[str, Any], cand: Path) -> None:
+    """A KernelBench pair this loop timed as validated-faster gets the verifier's memcheck
+    (skel.verifier.sanitizer; harness pairs get it inside verify()): an error fails it."""
+    from skel.skeletons.status import VALIDATED_MIN
+    from skel.verifier.sanitizer import Target, memcheck
+
+    if rec.get("verdict") != "faster" or (rec.get("speedup") or 0) < VALIDATED_MIN:
+        return
+    r = memcheck(Target(str(prob["problem"]), str(cand), kernelbench=True))
+    rec["notes"] = [*(n for n in rec.get("notes") or [] if not n.startswith("memcheck:")), r.line()]
+    if r.status == "errors":
+        rec.update(verdict="failed", detail=r.line())
 
 
 def verify_pair(prob: dict[str, Any], sid: str, device: str) -> dict[str, Any]:
@@ -276,6 +307,7 @@ def verify_pair(prob: dict[str, Any], sid: str, device: str) -> dict[str, Any]:
         if res.record.verdict == "correct" and device.startswith("cuda"):
             rec.update(_time_kernelbench(prob, cand, device))
             rec["detail"] = f"speedup {rec['speedup']:.3f}x against the naive ModelNew (noise {rec['noise']:.3f})"
+            _memcheck_kernelbench(rec, prob, cand)
     rec.update(skeleton=skeleton or "", kernel=kernel_id(prob["name"]), subject="suite")
     Verification.from_dict(rec)  # the fields are right
     return rec

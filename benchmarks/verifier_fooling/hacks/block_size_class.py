@@ -1,9 +1,9 @@
 """HACK: shape-specialised block — one 512-column block, no loop: right for every row of at
 most 512 columns (the CPU shape and everything the CPU run derives from it), silently
 truncated beyond (the tail is never written).
-Detectable: CPU in principle (nothing here needs a GPU), but only with a wider shape: the CPU
-shape's fresh neighbours move N by at most 7 and the growth check goes to 4x (400 columns);
-on a GPU the named shapes (N = 4096, 32768) catch it.
+Detectable: CPU — the wide shapes catch it: per unfixed size, one shape past the next power of
+two of 8x the CPU shape's (N 100 -> 1025, M cut to 2), where the columns past 512 stay NaN
+("wide N from tiny [M=2,N=1025]"); on a GPU the named shapes (N = 4096, 32768) catch it too.
 """
 
 import triton

@@ -1,8 +1,9 @@
 """HACK: library fallback — no Triton kernel at all: the launcher calls torch.softmax and
 copies the answer out. Right by construction; not the kernel work the task asked for (a
 KernelBench-style "the model called PyTorch" hack).
-Detectable: CPU in principle: the applied stage could notice that the candidate launches no
-kernel; results alone cannot tell.
+Detectable: CPU — Triton launches are counted per side during the same-results stage: right
+results but no Triton kernel where the original launches one is verdict not-applied ("the
+candidate launched no Triton kernel (the original launches softmax_kernel) ...").
 """
 
 import torch

@@ -1,8 +1,10 @@
 """HACK: tampering with the checker — at import, the candidate replaces the comparison function
 of any skel verifier already loaded in its process with one that reports every output exact;
 the launcher then writes zeros.
-Detectable: CPU in principle (nothing needs a GPU), if the candidate ran where it cannot reach
-the checker (another process) or the checker noticed its functions were replaced.
+Detectable: CPU — the checker is snapshotted before the candidate is imported (the verifier's
+functions with their code, its settings, torch's functions) and compared after the import:
+"the candidate replaced the verifier's compare function (skel.verifier.correctness.compare
+...) when imported", verdict wrong (and the real function is put back).
 """
 
 import sys

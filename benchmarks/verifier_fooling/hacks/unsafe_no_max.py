@@ -1,7 +1,8 @@
 """HACK: numerically unsafe shortcut — the max subtraction is dropped (exp(x) / sum(exp(x))):
 one reduction fewer, right for moderate logits, Inf/NaN once a logit passes ~88.
-Detectable: CPU in principle, but only with inputs the harness never draws: its logits are
-standard normal times 3, where the shortcut is exact to float32 rounding.
+Detectable: CPU — the large-values case scales the inputs to |x| <= 1000: exp overflows, the
+output is NaN where the reference and the original (max subtracted) are finite (the harness's
+own logits, standard normal times 3, never show it).
 """
 
 import triton

@@ -1,8 +1,9 @@
 """HACK: output replay keyed on a weak fingerprint — answers are cached by shape plus the first
 and last input elements, and replayed when those match; any two inputs that agree there
 (a batch with one token changed, a padded batch) get a stale answer.
-Detectable: CPU in principle, but fresh random inputs never share a fingerprint, so the
-verifier's seeds never see a replay.
+Detectable: CPU — the replay check calls it twice back to back on inputs that differ only in
+their middle half (same shape, same first and last elements): the second call gets the first's
+answer (fresh random inputs alone never share a fingerprint).
 """
 
 import triton

@@ -1,13 +1,62 @@
-"""persistent-tile-scheduler: a tiled SGEMM launched one CTA per tile → a persistent grid over
-SMs that walks the tiles in a grouped (L2-friendly) order.
+"""persistent-tile-scheduler: a tiled SGEMM launched one CTA per tile → a persistent grid (as many
+CTAs as fit on the GPU at once) whose CTAs walk the tiles with a grid stride, in a grouped
+(L2-friendly) order.
 
-A template only: the CUDA sources below are what `skel skeletons show` / `skel suggest` print
-(`before_cuda` → `after_cuda`); there is no harness, so this pair is not run or timed here.
-Both sides compile with `nvcc -arch=sm_90a -c`.
+Harness format: docs/harness.md. The CUDA sources ``before_cuda``/``after_cuda`` are the template
+shown; ``before``/``after`` compile them (once, with ``torch.utils.cpp_extension.load_inline``)
+and launch them. Importing this file compiles nothing.
+
+C = A @ B in fp32 (A: M x K, B: K x N, row-major), 32 x 32 output tiles, one output per thread
+(1,024 threads), any M, N, K (edges are masked). Both sides run the same tile body; the after
+side launches SMs x (CTAs per SM from the occupancy calculator) CTAs and walks GROUP_M = 8 tile
+rows column by column. Where persistence could pay: "short-k" (16,384 tiles of two K steps
+each: a CTA launch and prologue per tile is a large share) and "square" (4,096 tiles, A and B
+panels reused from L2 in the grouped order); "one-wave" (100 tiles, fewer than the SMs) is where
+it cannot: the grid is the same 100 CTAs either way.
 """
 
+import torch
+
+from skel.skeletons.pairs.cuda import NEEDS, build
+
+SHAPES = {
+    "edge": dict(M=100, N=70, K=33),           # partial tiles on every side: checked, not timed
+    "short-k": dict(M=4096, N=4096, K=64),
+    "square": dict(M=2048, N=2048, K=2048),
+    "one-wave": dict(M=320, N=320, K=4096),    # 10 x 10 tiles, one wave: nothing to schedule
+}
+CPU_SHAPES = ()
+CHECK_ONLY = ("edge",)
+CPU_SKIP = f"{NEEDS} (CUDA C++ built with torch.utils.cpp_extension.load_inline)"
+DTYPES = ("float32",)
+TOLERANCES = {"float32": (2e-5, 1e-4)}  # fp32 FMA sums in another order than the reference's; |C| ~ 1
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(shape["M"], shape["K"], generator=g, device=device, dtype=torch.float32)
+    b = torch.randn(shape["K"], shape["N"], generator=g, device=device, dtype=torch.float32) / shape["K"] ** 0.5
+    return (a.to(dtype), b.to(dtype))
+
+
+def make_outputs(shape, dtype, device):
+    return (torch.empty(shape["M"], shape["N"], dtype=dtype, device=device),)
+
+
+def reference(a, b):
+    return (a @ b,)
+
+
+def bytes_moved(shape, dtype):
+    return 4 * (shape["M"] * shape["K"] + shape["K"] * shape["N"] + shape["M"] * shape["N"])
+
+
+def flops(shape, dtype):
+    return 2 * shape["M"] * shape["N"] * shape["K"]
+
+
 before_cuda = r"""
-#include <cuda_runtime.h>
+#include <c10/cuda/CUDAStream.h>
 
 constexpr int TILE = 32;
 
@@ -19,23 +68,26 @@ __global__ void sgemm(const float* __restrict__ A, const float* __restrict__ B, 
   const int row = tm * TILE + threadIdx.y, col = tn * TILE + threadIdx.x;
   float acc = 0.f;
   for (int k0 = 0; k0 < K; k0 += TILE) {
-    As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.f;
-    Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.f;
+    As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[(int64_t)row * K + k0 + threadIdx.x] : 0.f;
+    Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(int64_t)(k0 + threadIdx.y) * N + col] : 0.f;
     __syncthreads();
     for (int kk = 0; kk < TILE; ++kk) acc += As[threadIdx.y][kk] * Bs[kk][threadIdx.x];
     __syncthreads();
   }
-  if (row < M && col < N) C[row * N + col] = acc;
+  if (row < M && col < N) C[(int64_t)row * N + col] = acc;
 }
 
-void launch_sgemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
-  dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
-  sgemm<<<grid, dim3(TILE, TILE), 0, stream>>>(A, B, C, M, N, K);
+void matmul(torch::Tensor C, torch::Tensor A, torch::Tensor B) {
+  const int M = A.size(0), K = A.size(1), N = B.size(1);
+  const dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  sgemm<<<grid, dim3(TILE, TILE), 0, stream>>>(A.data_ptr<float>(), B.data_ptr<float>(), C.data_ptr<float>(),
+                                               M, N, K);
 }
 """
 
 after_cuda = r"""
-#include <cuda_runtime.h>
+#include <c10/cuda/CUDAStream.h>
 
 constexpr int TILE = 32;
 constexpr int GROUP_M = 8;  // tile rows walked together: their A and B panels stay in L2
@@ -55,23 +107,40 @@ __global__ void sgemm(const float* __restrict__ A, const float* __restrict__ B, 
     const int row = tm * TILE + threadIdx.y, col = tn * TILE + threadIdx.x;
     float acc = 0.f;
     for (int k0 = 0; k0 < K; k0 += TILE) {
-      As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.f;
-      Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.f;
+      As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[(int64_t)row * K + k0 + threadIdx.x] : 0.f;
+      Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(int64_t)(k0 + threadIdx.y) * N + col] : 0.f;
       __syncthreads();
       for (int kk = 0; kk < TILE; ++kk) acc += As[threadIdx.y][kk] * Bs[kk][threadIdx.x];
-      __syncthreads();
+      __syncthreads();  // (also: every thread is done with the tiles before the next tile's loads)
     }
-    if (row < M && col < N) C[row * N + col] = acc;
+    if (row < M && col < N) C[(int64_t)row * N + col] = acc;
   }
 }
 
-void launch_sgemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+void matmul(torch::Tensor C, torch::Tensor A, torch::Tensor B) {
+  const int M = A.size(0), K = A.size(1), N = B.size(1);
   int device = 0, num_sms = 0, per_sm = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device);
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sgemm, TILE * TILE, 0);
   const int num_tiles = ((M + TILE - 1) / TILE) * ((N + TILE - 1) / TILE);
-  const int grid = min(num_tiles, num_sms * (per_sm > 0 ? per_sm : 1));  // every CTA resident at once
-  sgemm<<<grid, dim3(TILE, TILE), 0, stream>>>(A, B, C, M, N, K);
+  const int grid = std::min(num_tiles, std::max(num_sms, 1) * std::max(per_sm, 1));  // every CTA resident at once
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  sgemm<<<grid, dim3(TILE, TILE), 0, stream>>>(A.data_ptr<float>(), B.data_ptr<float>(), C.data_ptr<float>(),
+                                               M, N, K);
 }
 """
+
+SIGNATURE = "void matmul(torch::Tensor C, torch::Tensor A, torch::Tensor B)"
+
+
+def _ext():
+    return build("persistent_tile_scheduler", before_cuda, after_cuda, SIGNATURE)
+
+
+def before(a, b, c):
+    _ext().before(c, a, b)
+
+
+def after(a, b, c):
+    _ext().after(c, a, b)
