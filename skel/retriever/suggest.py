@@ -77,7 +77,6 @@ from skel.kernels.extract import WANTED, extract, language_of
 from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
 from skel.kernels.importers import needs_importers, settle_backends_on_disk
 from skel.kernels.model import ParseError
-from skel.kernels import callers
 from skel.kernels.workload import Workload, from_launches
 from skel.retriever import calibration
 from skel.retriever.lexical import lexical_scores
@@ -196,11 +195,8 @@ class KernelResult:
     # suggestions whose probability of being right is under the threshold (shown with --all):
     # {"id", "probability", "kind"} each, most likely first
     held_back: list[dict] = field(default_factory=list)
-    # the sizes the payoffs read (``Workload.describe``), empty when none were known, and
-    # where each came from: "--shape", the workload file, "tests/test_k.py:42" (a call
-    # site in the repository's tests or benchmarks: ``skel.kernels.callers``), "launch at line 88"
+    # the sizes the payoffs read (``Workload.describe``), empty when none were known
     workload: str = ""
-    sizes_origin: dict[str, str] = field(default_factory=dict)
     # the probability a suggestion needs to be shown (``skel.retriever.calibration``)
     threshold: float | None = None
     # `--compile`: the kernel's machine code, compiled offline (``skel.retriever.machine_check``),
@@ -317,8 +313,7 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             exclude_runs: Callable[[Verification], bool] | None = None,
             profile: Profile | None = None, why_not: tuple[str, ...] = (),
             workload: Workload | None = None, show_all: bool = False,
-            threshold: float | None = None, compile: bool = False,
-            repo_sizes: bool = True) -> list[KernelResult]:
+            threshold: float | None = None, compile: bool = False) -> list[KernelResult]:
     """Suggestions for every kernel of ``path`` (or only ``kernel``). ``why_not``: skeleton
     ids whose verdict each result explains (``explain``). With a ``profile``
     (``skel.retriever.profile.read_profile``) each kernel's bound is what the profile says
@@ -327,9 +322,7 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
     ``workload``: the sizes given (``--shape``, ``--workload``); ``show_all``: list the
     suggestions under the probability threshold too; ``threshold`` replaces the model's
     (``suggest_for``). ``compile``: compile each Triton kernel offline, show its machine-code
-    facts and drop suggestions whose rewrite compiles to the same code (``machine_check``).
-    ``repo_sizes``: read the sizes the repository's tests and benchmarks call each kernel at
-    (``skel.kernels.callers``, statically) below those given (``_with_repo_sizes``)."""
+    facts and drop suggestions whose rewrite compiles to the same code (``machine_check``)."""
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
@@ -338,20 +331,16 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
         # `suggest_for` then finds kept (it embeds and queries only what it lacks)
         embedder = embedder or _default_embedder()
         kb.similar_many(query_vectors([kf.text() for kf in kernels], embedder), n=NEIGHBOURS)
-    found = callers.find(path, kernels) if repo_sizes else None
     results = []
     for kf in kernels:
         reading = profile.bottleneck(kf.name) if profile is not None else None
         chosen = bound if bound is not None or reading is None else reading.bound
-        given, note = _with_repo_sizes(workload, found, kf.name)
         r = suggest_for(kf, kb, k=k, bound=chosen, target=target, embedder=embedder, exclude_runs=exclude_runs,
-                        workload=given, show_all=show_all, threshold=threshold)
-        if note:
-            r.notes.append(note)
+                        workload=workload, show_all=show_all, threshold=threshold)
         if compile and kf.language == "triton":
             from skel.retriever import machine_check  # its compiler side loads only for --compile
 
-            sizes = (given or Workload()).merged(from_launches(kf))
+            sizes = (workload or Workload()).merged(from_launches(kf))
             machine_check.check(kf, r, sizes, (target.cc if target and target.cc else 90))
         if profile is not None:
             r.notes.insert(0, reading.note(bound) if reading else profile.missing_note(kf.name))
@@ -360,44 +349,6 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             r.why_not = explain(kf, why_not, r, target)
         results.append(r)
     return results
-
-
-def _with_repo_sizes(given: Workload | None, found: callers.Found | None,
-                     kernel: str) -> tuple[Workload | None, str]:
-    """The sizes given (``--shape``, ``--workload``) over those of the largest run of
-    ``kernel`` the repository's tests and benchmarks make (``callers.find``), and a note
-    saying where those came from; ``given`` unchanged when none was found. A size given
-    wins over the repository's of the same name; an ``elements`` given (the bound on every
-    tensor) leaves the repository's tensor shapes out."""
-    run = found.largest(kernel) if found is not None else None
-    if run is None or found is None:
-        return given, ""
-    repo = found.workload(kernel)
-    if given is not None and given.size("elements") is not None:
-        repo.shapes.clear()
-    sizes = (given or Workload()).merged(repo)
-    runs = len(found.runs.get(kernel, []))
-    which = "the one run" if runs == 1 else f"the largest of the {runs} runs"
-    note = (f"sizes from {run.origin}, {which} of this kernel found in the repository's tests and benchmarks (read, "
-            f"not run: {found.files_parsed} of the {found.files_read} files read reach its module; --shape "
-            "overrides a size, --no-repo-sizes leaves them out)")
-    return sizes, note
-
-
-def _repo_origin(sizes: Workload, kf: KernelFacts) -> tuple[str, dict[str, str]]:
-    """The sizes a payoff read that came from a call site in the repository (not a flag,
-    a workload file or a launch literal), as ``tests/test_k.py:42: x_ptr=64x131072`` (the
-    largest first, at most three), and the origin of each."""
-    origin = {n: o for n, o in sizes.origin.items() if callers.ORIGIN.match(o)}
-    if not origin:
-        return "", {}
-    params = {p.name for p in kf.params} | {"programs"}
-    shown = sorted((n for n in origin if n in params and sizes.size(n) is not None),
-                   key=lambda n: (-(sizes.size(n) or 0), n))
-    values = [f"{n}={'x'.join(map(str, sizes.shapes[n])) if n in sizes.shapes else sizes.sizes[n]}"
-              for n in shown[:3]]
-    where = ", ".join(sorted(set(origin[n] for n in shown) or set(origin.values())))
-    return f"sizes from {where}: {', '.join(values)}" + (", ..." if len(shown) > 3 else ""), origin
 
 
 def _default_embedder() -> Embedder:
@@ -483,7 +434,6 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                           notes=notes, dropped=dropped)
     sizes = (workload or Workload()).merged(from_launches(kf))
     result.workload = sizes.describe()
-    result.sizes_origin = dict(sizes.origin)
     if not candidates:
         return result
 
@@ -617,23 +567,17 @@ def _payoffs(out: list[Suggestion], skeletons: dict, kf: KernelFacts, sizes: Wor
     counted. Skeletons that state no payoff pass as they are, and so do refinements: the
     authors already chose the technique, the question left is how to complete it."""
     kept = []
-    # sizes read off the repository's tests say where they came from, in the reason and in
-    # an "origin" entry: a reader can check the call site, and override it with --shape
-    said, origin = _repo_origin(sizes, kf)
-    where = {"origin": origin} if origin else {}
     for s in out:
         pay = skeletons[s.id].payoff if s.kind != "refine" else None
         verdict = pay(kf, sizes) if pay is not None else None
-        if verdict is not None and said:
-            verdict = replace(verdict, reason=f"{verdict.reason} ({said})")
         if verdict is None or verdict.state == PAYS:
-            s.payoff = {**verdict.to_dict(), **where} if verdict is not None else None
+            s.payoff = verdict.to_dict() if verdict is not None else None
             kept.append(s)
         elif verdict.state == DOES_NOT_PAY:
-            result.not_paying.append({"id": s.id, "reason": verdict.reason, **where})
+            result.not_paying.append({"id": s.id, "reason": verdict.reason})
         elif s.kind == "match":  # a near miss or a related one is not a candidate to wait on
             result.conditional.append({"id": s.id, "title": s.title, "reason": verdict.reason,
-                                       "needs": verdict.needs, **where})
+                                       "needs": verdict.needs})
     return kept
 
 
