@@ -211,7 +211,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
             profile: str | Path | None = None, why_not: tuple[str, ...] = (),
             shapes: tuple[str, ...] = (), workload: str | Path | None = None,
             show_all: bool = False, threshold: float | None = None, compile: bool = False,
-            repo_sizes: bool = True) -> list[KernelResult]:
+            repo_sizes: bool = True, repo_within: list[Path] | None = None) -> list[KernelResult]:
     """Ranked suggestions for every kernel in ``path`` (or only ``kernel``), against the
     store at ``store`` (see ``open_store``; without one, the catalog alone). ``profile`` is
     an Nsight Compute CSV, a PyTorch chrome trace or a proton tree: what it says limits each
@@ -223,7 +223,7 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     ``compile`` compiles each Triton kernel offline (``skel.retriever.machine_check``);
     ``repo_sizes`` reads the sizes the tests and benchmarks of the repository holding
     ``path`` call each kernel at, without running them (``skel.kernels.callers``), below
-    ``shapes`` and ``workload``."""
+    ``shapes`` and ``workload``; ``repo_within``: folders that search may not leave."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.retriever.suggest import suggest as rank
     from skel.skeletons.registry import get
@@ -239,7 +239,8 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     sizes = workload_of(shapes, workload)  # read before the store opens: a bad flag fails fast
     kb = _ranking_store(store)
     results = rank(path, kb, kernel=kernel, k=k, bound=bound, target=target, profile=prof, why_not=tuple(why_not),
-                   workload=sizes, show_all=show_all, threshold=threshold, compile=compile, repo_sizes=repo_sizes)
+                   workload=sizes, show_all=show_all, threshold=threshold, compile=compile, repo_sizes=repo_sizes,
+                   repo_within=repo_within)
     if kb is not None and not isinstance(kb, _snapshot_kb()):
         _write_snapshot(kb)  # the next process answers without opening chroma
     introduced = _history_of(kb)

@@ -2076,3 +2076,13 @@ def test_payoff_short_and_many_rows_and_many_short_programs():
     assert waiting.state == UNKNOWN and waiting.needs == "--shape rows=N"
     # fewer SMs make the same rows more waves
     assert payoff.short_and_many_rows(kf, _wl("rows=2000", "cols=64", "sms=100")).state == PAYS
+
+
+
+def test_payoff_any_run_names_the_questions_a_tests_largest_run_decides():
+    """Sizes read off a repository's tests (skel/kernels/callers.py) decide "can an offset pass
+    2**31" either way; of row and program counts they are a lower bound (tests/test_repo_sizes.py)."""
+    from skel.skeletons.predicates import payoff
+
+    assert payoff.ANY_RUN == {payoff.offsets_past_int32}
+    assert payoff.short_and_many_rows not in payoff.ANY_RUN and payoff.many_short_programs not in payoff.ANY_RUN

@@ -11,7 +11,10 @@ one):
    *statically* — never run — for its module-level integer constants and the tensors its
    ``get_inputs()`` builds (a KernelBench problem: ``batch_size = 16``, ``dim = 16384``,
    ``return [torch.randn(batch_size, dim)]``);
-3. literals at the kernel's own launches (``BLOCK_SIZE=1024``) and the module's integer
+3. the repository's own tests and benchmarks that call the kernel, read statically
+   (``skel.kernels.callers``): the largest run they make, its ``origin`` the call site
+   (``tests/test_rmsnorm.py:42``);
+4. literals at the kernel's own launches (``BLOCK_SIZE=1024``) and the module's integer
    constants.
 
 NAME is a kernel parameter (a scalar ``n_cols=4096``, or a pointer and its tensor's shape

@@ -86,6 +86,8 @@ def suggest(svc: Service, *, path: str | None = None, source: str | None = None,
     with svc.lock, tempfile.TemporaryDirectory(prefix="skel-mcp-") as tmp:
         if path:
             file, shown = svc.roots.file(path), path
+            # sizes from the tests of the file's repository, read inside the roots only
+            extra["repo_within"] = list(svc.roots.dirs)
         else:
             assert source is not None
             rel = _inline_name(language, filename)

@@ -30,6 +30,7 @@ from typing import Callable, Iterator, Sequence
 
 from skel.embed import Embedder, default_embedder
 from skel.errors import UsageError
+from skel.kernels import callers
 from skel.kernels.extract import extract, hint, language_of
 from skel.kernels.guard import TooSlow, refusal, time_limit
 from skel.kernels.importers import ImportGraph, apply_backend
@@ -518,12 +519,9 @@ def test_map(tests: list[SourceFile]) -> list[tuple[str, set[str], set[str]]]:
 
 
 def covering_tests(module: str, launchers: set[str], tests) -> list[str]:
-    """Tests that import the kernel's module, or a launcher of it from a parent package."""
-    found = []
-    for rel, modules, names in tests:
-        if module in modules or (launchers & names and any(module.startswith(m + ".") for m in modules)):
-            found.append(rel)
-    return sorted(found)
+    """Tests that import the kernel's module, or a launcher of it from a parent package
+    (``callers.covers``: the rule `skel suggest` reads a kernel's sizes from its tests by)."""
+    return sorted(rel for rel, modules, names in tests if callers.covers(module, launchers, modules, names))
 
 
 # --- the pipeline ------------------------------------------------------------------------

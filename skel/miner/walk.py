@@ -17,7 +17,6 @@ import errno
 import fnmatch
 import hashlib
 import os
-import re
 import stat
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,13 +25,12 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from skel.kernels import extractor_version  # derived from the extractor's sources
+# which folders are pruned, what a test file is and what a file imports: one rule for the
+# miner and for `skel suggest`, which reads the sizes tests call a kernel at (skel.kernels.callers)
+from skel.kernels.callers import SKIP_DIRS, TEST_FILE, imports_of, is_test  # noqa: F401 (re-exported)
 from skel.kernels.configs import CONFIG_TABLE_DIR, config_tables_beside
 from skel.kernels.extract import SUFFIXES
 from skel.kernels.guard import MAX_BYTES  # larger files are generated tables, not kernels
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv",
-             ".mypy_cache", ".pytest_cache", ".eggs", "build", "dist", "site-packages"}
-TEST_FILE = re.compile(r"(^test_.*\.py$)|(.*_test\.py$)|(^conftest\.py$)")
-
 
 
 @dataclass
@@ -232,11 +230,6 @@ def excluded_dir(rel: str, patterns: Iterable[str]) -> str | None:
     return None
 
 
-def is_test(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return bool(TEST_FILE.match(name)) or "/tests/" in f"/{rel}" or "/test/" in f"/{rel}"
-
-
 def order(rel: str) -> tuple:
     """Sort key giving ``discover``'s order for a list of paths: in each directory its files
     by name, then its subdirectories by name, depth first."""
@@ -253,29 +246,6 @@ def decode(rel: str, data: bytes) -> SourceFile | Skipped:
     except UnicodeDecodeError as exc:
         return Skipped(rel, f"not UTF-8 (byte {exc.start})")
     return SourceFile(rel=rel, text=text, digest=digest(data), is_test=is_test(rel))
-
-
-_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+\(?([^)#\n]*)|import\s+([\w., ]+))", re.M)
-
-
-def imports_of(text: str) -> tuple[set[str], set[str]]:
-    """(modules, names) imported by a file — a regex pass; tests rarely import oddly."""
-    modules: set[str] = set()
-    names: set[str] = set()
-    for m in _IMPORT.finditer(text):
-        if m.group(1):
-            modules.add(m.group(1))
-            for n in m.group(2).split(","):
-                n = n.strip().split(" as ")[0].strip()
-                if n:
-                    names.add(n)
-                    modules.add(f"{m.group(1)}.{n}")
-        else:
-            for n in m.group(3).split(","):
-                n = n.strip().split(" as ")[0].strip()
-                if n:
-                    modules.add(n)
-    return modules, names
 
 
 def module_name(rel: str, package_prefix: str = "") -> str:

@@ -77,11 +77,13 @@ from skel.kernels.extract import WANTED, extract, language_of
 from skel.kernels.guard import MAX_BYTES, TooSlow, refusal, time_limit
 from skel.kernels.importers import needs_importers, settle_backends_on_disk
 from skel.kernels.model import ParseError
+from skel.kernels import callers
 from skel.kernels.workload import Workload, from_launches
 from skel.retriever import calibration
 from skel.retriever.lexical import lexical_scores
 from skel.skeletons import registry  # called as registry.X: tests swap the catalog there
 from skel.skeletons.base import BOUNDS, DOES_NOT_PAY, PAYS, Status, Target, foothold, version_tuple
+from skel.skeletons.predicates.payoff import ANY_RUN
 from skel.skeletons.status import StatusReport, evidence_score, status_of
 from skel.store.evidence import merge_evidence, shipped_verifications, track_record_of
 from skel.store.knowledge import Stats
@@ -195,8 +197,11 @@ class KernelResult:
     # suggestions whose probability of being right is under the threshold (shown with --all):
     # {"id", "probability", "kind"} each, most likely first
     held_back: list[dict] = field(default_factory=list)
-    # the sizes the payoffs read (``Workload.describe``), empty when none were known
+    # the sizes the payoffs read (``Workload.describe``), empty when none were known, and
+    # where each came from: "--shape", the workload file, "tests/test_k.py:42" (a call
+    # site in the repository's tests or benchmarks: ``skel.kernels.callers``), "launch at line 88"
     workload: str = ""
+    sizes_origin: dict[str, str] = field(default_factory=dict)
     # the probability a suggestion needs to be shown (``skel.retriever.calibration``)
     threshold: float | None = None
     # `--compile`: the kernel's machine code, compiled offline (``skel.retriever.machine_check``),
@@ -313,7 +318,8 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             exclude_runs: Callable[[Verification], bool] | None = None,
             profile: Profile | None = None, why_not: tuple[str, ...] = (),
             workload: Workload | None = None, show_all: bool = False,
-            threshold: float | None = None, compile: bool = False) -> list[KernelResult]:
+            threshold: float | None = None, compile: bool = False,
+            repo_sizes: bool = True, repo_within: list[Path] | None = None) -> list[KernelResult]:
     """Suggestions for every kernel of ``path`` (or only ``kernel``). ``why_not``: skeleton
     ids whose verdict each result explains (``explain``). With a ``profile``
     (``skel.retriever.profile.read_profile``) each kernel's bound is what the profile says
@@ -322,7 +328,10 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
     ``workload``: the sizes given (``--shape``, ``--workload``); ``show_all``: list the
     suggestions under the probability threshold too; ``threshold`` replaces the model's
     (``suggest_for``). ``compile``: compile each Triton kernel offline, show its machine-code
-    facts and drop suggestions whose rewrite compiles to the same code (``machine_check``)."""
+    facts and drop suggestions whose rewrite compiles to the same code (``machine_check``).
+    ``repo_sizes``: read the sizes the repository's tests and benchmarks call each kernel at
+    (``skel.kernels.callers``, statically) below those given (``_with_repo_sizes``), never
+    outside the folders of ``repo_within`` when given (an MCP server's roots)."""
     if bound is not None and bound not in BOUNDS:
         raise SuggestError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
     kernels = load_kernels(path, kernel)
@@ -331,16 +340,20 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
         # `suggest_for` then finds kept (it embeds and queries only what it lacks)
         embedder = embedder or _default_embedder()
         kb.similar_many(query_vectors([kf.text() for kf in kernels], embedder), n=NEIGHBOURS)
+    found = callers.find(path, kernels, within=repo_within) if repo_sizes else None
     results = []
     for kf in kernels:
         reading = profile.bottleneck(kf.name) if profile is not None else None
         chosen = bound if bound is not None or reading is None else reading.bound
+        given, note = _with_repo_sizes(workload, found, kf.name)
         r = suggest_for(kf, kb, k=k, bound=chosen, target=target, embedder=embedder, exclude_runs=exclude_runs,
-                        workload=workload, show_all=show_all, threshold=threshold)
+                        workload=given, show_all=show_all, threshold=threshold)
+        if note:
+            r.notes.append(note)
         if compile and kf.language == "triton":
             from skel.retriever import machine_check  # its compiler side loads only for --compile
 
-            sizes = (workload or Workload()).merged(from_launches(kf))
+            sizes = (given or Workload()).merged(from_launches(kf))
             machine_check.check(kf, r, sizes, (target.cc if target and target.cc else 90))
         if profile is not None:
             r.notes.insert(0, reading.note(bound) if reading else profile.missing_note(kf.name))
@@ -349,6 +362,53 @@ def suggest(path: str | Path, kb: KnowledgeBase | None = None, *, kernel: str | 
             r.why_not = explain(kf, why_not, r, target)
         results.append(r)
     return results
+
+
+def _with_repo_sizes(given: Workload | None, found: callers.Found | None,
+                     kernel: str) -> tuple[Workload | None, str]:
+    """The sizes given (``--shape``, ``--workload``) over those of the largest run of
+    ``kernel`` the repository's tests and benchmarks make (``callers.find``), and a note
+    saying where those came from; ``given`` unchanged when none was found. A size given
+    wins over the repository's of the same name; an ``elements`` given (the bound on every
+    tensor) leaves the repository's tensor shapes out."""
+    run = found.largest(kernel) if found is not None else None
+    if run is None or found is None:
+        return given, ""
+    repo = found.workload(kernel)
+    if given is not None and given.size("elements") is not None:
+        repo.shapes.clear()
+    sizes = (given or Workload()).merged(repo)
+    runs = len(found.runs.get(kernel, []))
+    which = "the one run" if runs == 1 else f"the largest of the {runs} runs"
+    note = (f"sizes from {run.origin}, {which} of this kernel found in the repository's tests and benchmarks (read, "
+            f"not run: {found.files_parsed} of the {found.files_read} files read reach its module; --shape "
+            "overrides a size, --no-repo-sizes leaves them out)")
+    return sizes, note
+
+
+def _repo_origin(sizes: Workload, kf: KernelFacts) -> tuple[str, str, dict[str, str]]:
+    """The sizes that came from a call site in the repository (not a flag, a workload file
+    or a launch literal): the call site (``tests/test_k.py:42``), the sizes as
+    ``x_ptr=64x131072, n_cols=131072`` (the kernel's own, largest first, at most three) and
+    the origin of each."""
+    origin = {n: o for n, o in sizes.origin.items() if callers.ORIGIN.match(o)}
+    if not origin:
+        return "", "", {}
+    params = {p.name for p in kf.params} | {"programs"}
+    shown = sorted((n for n in origin if n in params and sizes.size(n) is not None),
+                   key=lambda n: (-(sizes.size(n) or 0), n))
+    values = [f"{n}={'x'.join(map(str, sizes.shapes[n])) if n in sizes.shapes else sizes.sizes[n]}"
+              for n in shown[:3]]
+    where = ", ".join(sorted(set(origin[n] for n in shown) or set(origin.values())))
+    return where, ", ".join(values) + (", ..." if len(shown) > 3 else ""), origin
+
+
+def _without_repo(sizes: Workload) -> Workload:
+    """``sizes`` less those read off the repository's tests and benchmarks."""
+    drop = {n for n, o in sizes.origin.items() if callers.ORIGIN.match(o)}
+    return Workload({n: v for n, v in sizes.sizes.items() if n not in drop},
+                    {n: v for n, v in sizes.shapes.items() if n not in drop},
+                    {n: o for n, o in sizes.origin.items() if n not in drop}, list(sizes.inputs))
 
 
 def _default_embedder() -> Embedder:
@@ -434,6 +494,7 @@ def suggest_for(kf: KernelFacts, kb: KnowledgeBase | None = None, *, k: int = 5,
                           notes=notes, dropped=dropped)
     sizes = (workload or Workload()).merged(from_launches(kf))
     result.workload = sizes.describe()
+    result.sizes_origin = dict(sizes.origin)
     if not candidates:
         return result
 
@@ -567,17 +628,34 @@ def _payoffs(out: list[Suggestion], skeletons: dict, kf: KernelFacts, sizes: Wor
     counted. Skeletons that state no payoff pass as they are, and so do refinements: the
     authors already chose the technique, the question left is how to complete it."""
     kept = []
+    # sizes read off the repository's tests say where they came from, in the reason and in
+    # an "origin" entry: a reader can check the call site, and override it with --shape.
+    # They are a real run, so they decide a question about any run (can an offset pass
+    # 2**31?) either way; of the workload's row and program counts they are only a lower
+    # bound, so there they show what pays but never that something does not: such a
+    # verdict is taken from the other sizes alone, and when those leave it open it stays
+    # conditional, saying what the test's sizes would give (``payoff.ANY_RUN``)
+    site, values, origin = _repo_origin(sizes, kf)
+    where = {"origin": origin} if origin else {}
     for s in out:
         pay = skeletons[s.id].payoff if s.kind != "refine" else None
         verdict = pay(kf, sizes) if pay is not None else None
+        if pay is not None and verdict is not None and site and verdict.state == DOES_NOT_PAY \
+                and pay not in ANY_RUN:
+            alone = pay(kf, _without_repo(sizes))
+            verdict = alone if alone.state == DOES_NOT_PAY else replace(alone, reason=(
+                f"{alone.reason}; at the sizes from {site} ({values}) it would not: {verdict.reason} — but a test "
+                "may run at smaller sizes than the workload"))
+        elif verdict is not None and site:
+            verdict = replace(verdict, reason=f"{verdict.reason} (sizes from {site}: {values})")
         if verdict is None or verdict.state == PAYS:
-            s.payoff = verdict.to_dict() if verdict is not None else None
+            s.payoff = {**verdict.to_dict(), **where} if verdict is not None else None
             kept.append(s)
         elif verdict.state == DOES_NOT_PAY:
-            result.not_paying.append({"id": s.id, "reason": verdict.reason})
+            result.not_paying.append({"id": s.id, "reason": verdict.reason, **where})
         elif s.kind == "match":  # a near miss or a related one is not a candidate to wait on
             result.conditional.append({"id": s.id, "title": s.title, "reason": verdict.reason,
-                                       "needs": verdict.needs})
+                                       "needs": verdict.needs, **where})
     return kept
 
 

@@ -128,3 +128,12 @@ def many_short_programs(k: KernelFacts, wl: Workload) -> Payoff:
                       "measure it with `skel verify`")
     return Payoff(UNKNOWN, f"pays if programs are many (≥ {MANY_WAVES * sms:,}) and short (≤ {2 * SHORT_ROW:,} "
                   "columns)", " ".join(f"--shape {x}=N" for x in need))
+
+
+#: payoffs that ask whether *any* run reaches a size (can an offset pass 2**31?): the
+#: largest run a repository's tests or benchmarks make (``skel.kernels.callers``) answers
+#: them either way. The others ask about the production workload's row and program counts,
+#: of which a test's sizes (often a smoke test's) are only a lower bound: a test that
+#: already has many short rows says they pay, one with a few rows says nothing
+#: (``skel.retriever.suggest._payoffs``).
+ANY_RUN = frozenset({offsets_past_int32})
