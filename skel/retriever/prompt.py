@@ -202,7 +202,9 @@ def prompt(results: list[KernelResult], max_tokens: int = DEFAULT_MAX_TOKENS) ->
     """The suggestions for a file as one markdown block of at most ``max_tokens``
     estimated tokens (``estimate_tokens``), most useful first (see the module docstring).
     The top suggestion's id and verify command are always included, even when a budget
-    below ``MIN_TOKENS`` cannot hold them."""
+    below ``MIN_TOKENS`` cannot hold them. The file's path appears up to four times (title,
+    the check command twice, the closing line): with a long absolute path a 300-token budget
+    may hold little more than those."""
     budget = max_tokens * CHARS_PER_TOKEN
     gs = groups(results)
     paths = sorted({r.path for r in results})
