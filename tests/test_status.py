@@ -173,3 +173,38 @@ def test_an_accuracy_fix_is_not_refuted_by_its_cost():
     assert flat.status is Status.DRAFT and "no measurable speed cost" in flat.line
     wrong = status_of([run("wrong", subject="example", detail="NaN in out0")], H200, pays_in="accuracy")
     assert wrong.status is Status.REFUTED
+
+
+def test_a_fix_shown_on_a_gpu_is_demonstrated_in_what_it_pays_in():
+    """A correctness fix whose GPU run shows the before wrong and the after right, or an
+    accuracy fix that cuts the error against float64 >= 10x, has shown what it pays in:
+    demonstrated on its own example, validated on another kernel; the speed ratio is its cost.
+    The ranking's speed evidence still reads it as unmeasured (draft), as before."""
+    fixed = run("correct", subject="example", speedup=0.998,
+                detail="fixes the FIXES shapes: before wrong (huge: 3/9 bad), after right")
+    r = status_of([fixed], H200, pays_in="correctness")
+    assert r.status is Status.DEMONSTRATED and r.line.startswith("fixes the FIXES shapes")
+    assert "on its own example only; no measurable speed cost" in r.line
+    assert r.speed_basis is Status.DRAFT and evidence_score(r) == 0.25
+    accurate = run("correct", subject="example", speedup=0.66,
+                   detail="reduces the error against float64 on out0: before max abs err 0.0012, after 3e-06")
+    a = status_of([accurate], H200, pays_in="accuracy")
+    assert a.status is Status.DEMONSTRATED and "costs 0.66x" in a.line
+    on_other = status_of([run("correct", kernel="suite/x.py::k", detail=accurate.detail)], H200, pays_in="accuracy")
+    assert on_other.status is Status.VALIDATED and "on suite/x.py::k" in on_other.line
+    # the same record on a speed skeleton says nothing of speed, and a wrong run still refutes the fix
+    assert status_of([fixed], H200).status is Status.DRAFT
+    broken = status_of([fixed, run("wrong", subject="example", detail="NaN in out0")], H200, pays_in="correctness")
+    assert broken.status is Status.REFUTED
+    # a correct run with no such detail shows nothing: the fix's cost alone stays draft
+    plain = status_of([run("slower", subject="example", speedup=0.66)], H200, pays_in="accuracy")
+    assert plain.status is Status.DRAFT
+
+
+def test_an_accuracy_run_records_the_error_it_removes():
+    from benchmarks.evidence.verify_catalog import error_removed
+
+    assert error_removed({"out0": 1.2e-3}, {"out0": 3e-6}).endswith("(400x smaller)")
+    assert error_removed({"out0": 1e-5}, {"out0": 3e-6}) is None  # 3x is not a fix
+    assert error_removed({"out0": 1e-3}, {"out0": 0.0}).endswith("(to zero)")
+    assert error_removed({}, {"out0": 1e-6}) is None

@@ -12,7 +12,7 @@
 #          cheaters              the GPU-only cheater tests
 #          kernelbench           benchmarks/gpu/kernelbench_timing.py (skel's KernelBench timing vs the suite loop)
 #          memcheck              compute-sanitizer on one example pair's first shape (the sanitizer path)
-#          fooling               benchmarks.verifier_fooling --device cuda (the GPU-only hacks)
+#          fooling[:NAMES[:JOBS]] benchmarks.verifier_fooling --device cuda (NAMES comma-separated; default all)
 # Every step writes its console to $OUT/<step>_console.txt and one line to $OUT/gpu.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -73,8 +73,10 @@ run_step() {
                  log "kernelbench exit $?" ;;
     memcheck) timeout 200 $PY -m skel.verifier.sanitizer --smoke > "$OUT/memcheck_console.txt" 2>&1
               log "memcheck exit $?" ;;
-    fooling) timeout 200 $PY -m benchmarks.verifier_fooling --device cuda > "$OUT/fooling_console.txt" 2>&1
-             log "fooling exit $?" ;;
+    fooling*) IFS=: read -r _ only jobs <<< "$s"  # fooling[:NAMES[:JOBS]]
+              timeout 240 $PY -m benchmarks.verifier_fooling --device cuda ${only:+--only "$only"} --jobs "${jobs:-1}" \
+                > "$OUT/fooling_console.txt" 2>&1
+              log "fooling exit $?" ;;
     *) log "unknown step $s"; return 2 ;;
   esac
   log "step $s: $((SECONDS - t0)) s"

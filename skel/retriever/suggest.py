@@ -671,7 +671,7 @@ def _calibrate(out: list[Suggestion], kf: KernelFacts, fits: int, result: Kernel
     kernel = calibration.kernel_features(kf, fits)
     for s in out:
         s.calibration = calibration.features(m.skeleton_rate(s.id) if m else 0.5, s.kind,
-                                             s.verification.basis or s.verification.status, kernel)
+                                             s.verification.speed_basis or s.verification.status, kernel)
         if m is not None:
             s.probability = round(m.probability(s.calibration), 3)
     if m is None:

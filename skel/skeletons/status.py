@@ -11,6 +11,10 @@ name, a run on an H200 says nothing about an H100, although both are sm_90). Fro
                      ``VALIDATED_MIN`` on at least one kernel *other than* the skeleton's own
                      example (a suite kernel or a replayed real before/after pair);
 - ``demonstrated`` — such a speedup only on its own example;
+  for a skeleton that pays in correctness or accuracy (``Skeleton.pays_in``), ``validated`` and
+  ``demonstrated`` mean the same of *what it pays in*: a GPU run where the before is wrong and
+  the after right ("fixes ..."), or where the after's error against float64 is at least 10x
+  below the before's ("reduces the error ..."); its speed ratio is then its stated cost;
 - ``no-effect``    — every timed run landed inside the noise floor;
 - ``stale``        — it has runs on this hardware, but none on the Triton the user has
                      (major.minor), so the compiler that made it pay is not the one in use;
@@ -75,6 +79,13 @@ class StatusReport:
     kernels: int = 0  # distinct kernels with a speedup beyond noise
     warnings: list[str] = field(default_factory=list)  # slower shapes, wrong results, staleness
     records: list["Verification"] = field(default_factory=list)
+    paid_in: str = "speed"  # "correctness"/"accuracy" when a fix's GPU run decided the status
+
+    @property
+    def speed_basis(self) -> Status | None:
+        """The basis as speed sees it: a correctness or accuracy fix shown on a GPU measured no
+        speedup, so the ranking's speed evidence reads it as unmeasured (draft)."""
+        return Status.DRAFT if self.paid_in != "speed" else self.basis
 
     def to_dict(self) -> dict:
         return {"status": self.status.value, "basis": self.basis.value if self.basis else None,
@@ -123,6 +134,7 @@ def status_of(records: list["Verification"], target: Target | None = None, *,
         return StatusReport(Status.DRAFT, line, Status.DRAFT, records=records)
 
     warnings: list[str] = []
+    paid_in = "speed"
     broken = [r for r in mine if r.verdict in ("wrong", "failed")]
     for r in broken:
         what = "wrong results" if r.verdict == "wrong" else "fails to launch"
@@ -147,7 +159,19 @@ def status_of(records: list["Verification"], target: Target | None = None, *,
     # every machine the counted runs came from, not the first one's alone
     where = " and ".join(sorted({_where(r) for r in (other or own or mine)}))
 
-    if pays_in != "speed" and not broken and not faster and any(r.verdict in TIMED for r in mine):
+    # what a correctness or accuracy fix pays in, shown on a GPU (benchmarks.evidence.verify_catalog
+    # writes these details: the before wrong where the after is right, or its error cut >= 10x)
+    shown = [r for r in mine if r.verdict == "correct" and r.detail.startswith(("fixes", "reduces the error"))]
+    if pays_in != "speed" and not broken and shown:
+        r = next((r for r in shown if r.subject != "example"), shown[0])
+        status = Status.VALIDATED if r.subject != "example" else Status.DEMONSTRATED
+        cost = ""
+        if r.speedup:
+            cost = f"; costs {r.speedup:.2f}x" if r.speedup < 0.98 else "; no measurable speed cost"
+        on = "on its own example only" if r.subject == "example" else f"on {r.kernel}"
+        line = f"{r.detail} on {_where(r)}, {on}{cost}"
+        paid_in = pays_in
+    elif pays_in != "speed" and not broken and not faster and any(r.verdict in TIMED for r in mine):
         # an accuracy or correctness fix is judged by the error it removes, not by speed: a
         # correct run that is slower or flat states its cost, and refutes nothing
         status = Status.DRAFT
@@ -194,14 +218,14 @@ def status_of(records: list["Verification"], target: Target | None = None, *,
         warnings.append(f"verified on Triton {versions}; the target has {target.triton}")
         line = f"{status.value} on Triton {versions} (target {target.triton}): {line}"
         status = Status.STALE
-    return StatusReport(status, line, basis, speed, expected, kernels, warnings, mine)
+    return StatusReport(status, line, basis, speed, expected, kernels, warnings, mine, paid_in)
 
 
 def evidence_score(report: StatusReport) -> float:
     """The ranking's ``evidence`` component in [0, 1]: measured speedups lift a skeleton,
     refuted and no-effect ones sink, unverified ones sit in between. Stale evidence counts
     at 80 % (another Triton may compile it differently)."""
-    basis = report.basis or report.status
+    basis = report.speed_basis or report.status
     # the expected speedup over every kernel it was timed on, not its best one: a technique
     # that paid 2x on its own example and lost on two suite kernels expects about nothing
     mean = report.expected if report.expected is not None else report.speedup
