@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from skel.errors import InputError, NotFoundError, StoreError, UsageError
 
 if TYPE_CHECKING:
+    from skel.miner.candidates import Candidates
     from skel.miner.history import HistoryReport
     from skel.miner.mine import MineReport
     from skel.miner.sources import Source
@@ -637,13 +638,14 @@ def _history_of(kb: KnowledgeBase | None) -> dict[str, TechniqueHistory]:
     return HistoryStore(kb.location).by_technique("introduced")
 
 
-def mine_history(repo: str, *, rev: str | None = None, since: str | None = None, max_commits: int | None = None,
-                 source: str | None = None, jobs: int | None = None, store: str | None = None,
-                 progress: Progress | None = None) -> HistoryReport:
+def mine_history(repo: str, *, rev: str | None = None, since: str | None = None, until: str | None = None,
+                 max_commits: int | None = None, source: str | None = None, jobs: int | None = None,
+                 store: str | None = None, progress: Progress | None = None) -> HistoryReport:
     """Walk ``repo``'s commits (first-parent, oldest first, only those after the last
-    run's) and record the techniques each introduced, removed or refined, and drafts for
-    optimisation-looking changes no skeleton explains. Interrupting is safe: at most the
-    current batch of commits is read again next time."""
+    run's; ``until``: none committed on or after that date) and record the techniques each
+    introduced, removed or refined, and drafts for optimisation-looking changes no
+    skeleton explains. Interrupting is safe: at most the current batch of commits is read
+    again next time."""
     # deferred: not for `skel --help` (see the module docstring)
     from skel.miner.history import mine_history as run
     from skel.store.knowledge import cache_dir
@@ -653,8 +655,8 @@ def mine_history(repo: str, *, rev: str | None = None, since: str | None = None,
     hs = _history_store(store, create=True)
     assert hs is not None
     try:
-        return run(repo, hs, name=source, rev=rev or "HEAD", since=since, max_commits=max_commits, jobs=jobs,
-                   cache_root=cache_dir(), progress=progress)
+        return run(repo, hs, name=source, rev=rev or "HEAD", since=since, until=until, max_commits=max_commits,
+                   jobs=jobs, cache_root=cache_dir(), progress=progress)
     except FileNotFoundError as exc:
         raise InputError(str(exc)) from exc
     except OSError as exc:
@@ -686,6 +688,30 @@ def drafts(*, store: str | None = None, repo: str | None = None, review: str | N
     hs = _history_store(store, create=False)
     found = hs.drafts(repo) if hs else []
     return [d for d in reversed(found) if review is None or d.review == review]
+
+
+def candidates(*, store: str | None = None, min_repos: int = 2, limit: int | None = None) -> Candidates:
+    """The drafts no skeleton explains, grouped into candidate techniques (the same
+    normalised edit of the kernel model, else the same message keyword) and ranked by
+    spread: repositories, commits, commits whose message states a number. ``min_repos``
+    keeps groups seen in at least that many repositories; ``limit`` the best N of those.
+    An empty result without history mined (``drafts == 0``)."""
+    # deferred: not for `skel --help` (see the module docstring)
+    from skel.miner.candidates import Candidates as Found
+    from skel.miner.candidates import candidates as group
+
+    if min_repos < 1:
+        raise UsageError("--min-repos must be at least 1")
+    if limit is not None and limit < 1:
+        raise UsageError("--limit must be at least 1")
+    hs = _history_store(store, create=False)
+    if hs is None:
+        return Found(clusters=[])
+    found = group(hs)
+    kept = [c for c in found.clusters if len(c.repos) >= min_repos]
+    found.below = len(found.clusters) - len(kept)
+    found.clusters = kept[:limit] if limit else kept
+    return found
 
 
 def review_draft(draft_id: str, decision: str, note: str = "", *, store: str | None = None) -> Draft:

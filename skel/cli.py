@@ -170,6 +170,9 @@ def cli(debug: bool) -> None:
 @click.option("--history", is_flag=True, help="Mine PATH's commit history instead: the techniques each commit "
               "introduced, removed or refined, and drafts for unexplained optimisations (--rev: up to this commit).")
 @click.option("--since", metavar="DATE", help="With --history: only commits after DATE (first run of a repository).")
+@click.option("--until", metavar="DATE", help="With --history: stop at the last first-parent commit committed before "
+              "DATE (YYYY-MM-DD is midnight UTC), e.g. a benchmark's cutoff; a later run without it continues after "
+              "that commit.")
 @click.option("--max-commits", type=click.IntRange(1, None), default=None,
               help="With --history: read the newest N commits (as `git log -n N`); the next run reads the "
               "older ones left (and any new ones).")
@@ -182,8 +185,8 @@ def cli(debug: bool) -> None:
               "code (another folder named the same): delete it and mine this one in its place (default: refuse).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (automatic when not a terminal).")
-def mine(path, package, source, version, rev, history, since, max_commits, jobs, exclude, store, replace, as_json,
-         no_progress):
+def mine(path, package, source, version, rev, history, since, until, max_commits, jobs, exclude, store, replace,
+         as_json, no_progress):
     """Mine a repository, folder, file or installed package into the knowledge base
     (a repository at another revision with --rev; its commit history with --history).
 
@@ -195,18 +198,20 @@ def mine(path, package, source, version, rev, history, since, max_commits, jobs,
     files are reported and skipped; an interrupted mine resumes where it stopped.
 
     With --history, PATH is a git repository (bare ones too): every first-parent commit
-    that changes a kernel file (.py: Triton only, so far) is compared before/after; a re-run
-    reads only new commits.
+    that changes a kernel file (.py for Triton; .cu .cuh .cpp .hpp .h for CUDA C++) is
+    compared before/after; a re-run reads only new commits. --since/--until bound the
+    commits by date (`skel skeletons candidates` then groups the unexplained changes).
     """
     if exclude and history:
         raise click.UsageError("--exclude does not go with --history")
     if history:
         if replace:
             raise click.UsageError("--replace goes with a plain mine, not --history")
-        _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress)
+        _mine_history(path, package, source, version, rev, since, until, max_commits, jobs, store, as_json,
+                      no_progress)
         return
-    if since or max_commits:
-        raise click.UsageError("--since and --max-commits go with --history")
+    if since or until or max_commits:
+        raise click.UsageError("--since, --until and --max-commits go with --history")
     import time  # built in: costs `skel --help` nothing
 
     progress = MineProgress(sys.stderr, show=not (no_progress or as_json) and sys.stderr.isatty())
@@ -307,7 +312,8 @@ class MineProgress:
             self.bar = None
 
 
-def _mine_history(path, package, source, version, rev, since, max_commits, jobs, store, as_json, no_progress):
+def _mine_history(path, package, source, version, rev, since, until, max_commits, jobs, store, as_json,
+                  no_progress):
     if package or version or not path:
         raise click.UsageError("--history takes PATH, a git repository (not --package or --version)")
     show = not (no_progress or as_json) and sys.stderr.isatty()
@@ -317,8 +323,8 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
             click.echo(f"\r{label}: {done}/{total}", err=True, nl=done >= total)
 
     try:
-        report = api.mine_history(path, rev=rev, since=since, max_commits=max_commits, source=source, jobs=jobs,
-                                  store=store, progress=progress)
+        report = api.mine_history(path, rev=rev, since=since, until=until, max_commits=max_commits, source=source,
+                                  jobs=jobs, store=store, progress=progress)
     except KeyboardInterrupt:
         _leave_interrupted("the history store is consistent")
     if as_json:
@@ -340,6 +346,8 @@ def _mine_history(path, package, source, version, rev, since, max_commits, jobs,
         span = f"from the first commit to {report.last_commit[:8]}"
     if report.older:
         span += f" ({report.older} older commits an earlier --max-commits run left)"
+    if report.until:
+        span += f" (the last commit before {report.until})"
     click.echo(f"mined the history of {report.repo} {span} in {report.seconds:.1f}s ({report.jobs} jobs)")
     click.echo(table(["commits walked", "read", "touching kernels", "kernel files", "parsed", "from cache",
                       "introduced", "removed", "refined", "drafts", "skipped"],
@@ -839,6 +847,89 @@ def _list_drafts(review, as_json, store):
             for d in found]
     click.echo(table(["id", "status", "date", "commit", "file", "kernel", "what changed", "message"], rows,
                      max_width=160))
+
+
+@skeletons.command("candidates")
+@click.option("--min-repos", type=click.IntRange(1, None), default=2, show_default=True,
+              help="Only groups seen in at least N repositories (1: every group, one repository's habits too).")
+@click.option("--limit", type=click.IntRange(1, None), default=None, help="Only the best N groups.")
+@click.option("--instances", type=click.IntRange(0, None), default=3, show_default=True,
+              help="Changes printed under each group (--json has them all).")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON: every group with all its instances.")
+@click.option("--store", metavar="PATH|URL", help=STORE_HELP)
+def skeletons_candidates(min_repos, limit, instances, as_json, store):
+    """Candidate techniques: the changes history mining could not explain, grouped.
+
+    `skel mine --history REPO` records a draft for every kernel a commit changed in a way
+    that looks like an optimisation (tuning facts changed, or the message says faster,
+    fuse, ...) but that no skeleton explains. This command groups those drafts by what
+    changed in the kernel model, written without the repository's names or values, e.g.
+
+    \b
+      + call tl.range(num_stages)          a loop became a pipelined tl.range
+      fewer call tl.load                   the kernel reads memory fewer times
+      launch num_warps up                  a launch got more warps
+      + constexpr sequence length (was a runtime parameter)
+      message: vectorize                   (changes left over, by the message's keyword)
+
+    and ranks the groups by spread: score = 2 x repositories + log2(1 + commits) +
+    log2(1 + commits whose message claims an optimisation: faster, perf, fuse ...) +
+    log2(1 + commits whose message states a number such as "1.3x" or "20% faster").
+    Each change is in one group; a group needs two commits. Rejected drafts and changes a
+    skeleton explains are left out. Each group lists its changes: repository, commit,
+    file:line, kernel, the message's first line, and a link when the repository's remote
+    is on GitHub/GitLab.
+
+    \b
+    Read a group's changes, then promote it: scaffold the skeleton (`python -m
+    skel.skeletons.new ID --lang triton|cuda`), and accept or reject its drafts
+    (`skel skeletons draft accept|reject ID`).
+
+    \b
+    Examples:
+      skel mine --history ~/src/flash-linear-attention --until 2025-07-01
+      skel skeletons candidates                    # groups seen in 2+ repositories
+      skel skeletons candidates --min-repos 1 --limit 20 --instances 5
+      skel skeletons candidates --json | jq '.clusters[0].instances[].link'
+    """
+    found = api.candidates(store=store, min_repos=min_repos, limit=limit)
+    if as_json:
+        click.echo(__import__("json").dumps(found.to_dict(), indent=2))
+        return
+    if not found.drafts:
+        click.echo("no draft candidates to group (mine a repository's history: `skel mine --history REPO`)")
+        return
+    from skel.tables import table  # 0.4 ms to import, which `skel --help` must not pay
+
+    click.echo(f"{found.drafts} drafts; {found.unexplained} unexplained changes grouped into {found.groups} "
+               f"candidate techniques ({found.ungrouped} changes in no group; left out: {found.rejected} rejected, "
+               f"{found.explained} explained by a skeleton, {found.repeated} the same commit in another "
+               f"repository, {found.housekeeping} of commits that only reformat).")
+    if found.below:
+        click.echo(f"{found.below} groups are in fewer than {min_repos} repositories: --min-repos 1 lists them.")
+    if not found.clusters:
+        return
+    click.echo("score = 2 x repositories + log2(1 + commits) + log2(1 + commits claiming an optimisation) "
+               "+ log2(1 + commits stating a number)\n")
+    rows = [[n, f"{c.score:.1f}", len(c.repos), c.commits, len(c.instances), c.claimed, c.stated,
+             ", ".join(c.numbers[:3]) + (" ..." if len(c.numbers) > 3 else ""), c.describe(2)]
+            for n, c in enumerate(found.clusters, 1)]
+    click.echo(table(["#", "score", "repos", "commits", "kernels", "claimed", "stated", "numbers", "what changed"],
+                     rows, max_width=110))
+    if not instances:
+        return
+    for n, c in enumerate(found.clusters, 1):
+        click.echo(f"\n{n}. {c.key}  ({len(c.repos)} repositories, {c.commits} commits, "
+                   f"{'/'.join(c.languages)}: {', '.join(c.repos)})")
+        if c.shared:
+            click.echo("   most also show: " + ", ".join(f"{t} ({s:.0%})" for t, s in c.shared[:6]))
+        for i in c.instances[:instances]:
+            click.echo(f"   {i.date[:10]} {i.repo}@{i.commit[:8]} {i.path}:{i.line} {i.kernel}: {i.message[:80]}"
+                       + (f" [{', '.join(i.numbers[:3])}]" if i.numbers else ""))
+            if i.link:
+                click.echo(f"     {i.link}")
+        if len(c.instances) > instances:
+            click.echo(f"   ... and {len(c.instances) - instances} more (--instances N, or --json)")
 
 
 @skeletons.group("draft")

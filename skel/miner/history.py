@@ -1,16 +1,24 @@
 """History mining: walk a repository's commits and record how its kernels were optimised.
 
 For each commit on the first-parent line (oldest first; a merge is read as its diff
-against its first parent, never against the others), the ``.py`` files it changed are read
-before and after from git (``GitBlobs``: blobs, nothing checked out, bare repositories
-too). Files holding a Triton kernel go through the miner's own extraction and tagging
+against its first parent, never against the others), the kernel-language files it changed
+(``.py`` for Triton; ``.cu``, ``.cuh``, ``.cpp``, ``.h`` ... for CUDA C++: the miner's
+``SUFFIXES``) are read before and after from git (``GitBlobs``: blobs, nothing checked out,
+bare repositories too). Files holding a Triton or CUDA kernel go through the miner's own
+extraction and tagging
 (``extract_many`` with the content-keyed ``FactsCache``: a blob extracted once is never
 parsed again, in this run or the next). Kernels are matched by name across the change
 (a renamed file is followed; a renamed kernel is not) and compared with
 ``skel.miner.changes``: each technique introduced, removed or refined becomes a
 ``HistoryEvent``; a changed kernel no technique explains but whose message or tracked
 launch/tile facts look like an optimisation becomes a ``Draft`` for a person to review
-(never from a fix or a revert: ``changes.fix_not_optimisation``).
+(never from a fix or a revert: ``changes.fix_not_optimisation``). A draft keeps the
+normalised edit of its kernel model (``changes.edit``), which ``skel.miner.candidates``
+groups into candidate techniques.
+
+``until`` bounds the walk by date: the tip becomes the newest first-parent commit of ``rev``
+committed before it (a bare ``YYYY-MM-DD`` is midnight UTC), so a benchmark's cutoff keeps
+every later commit out; a later run without it continues after that commit.
 
 A repository's progress is kept under its identity (its remote, else its resolved
 location: ``GitSource.origin``), not its folder's name: two mirrors both named ``repo`` are
@@ -29,6 +37,7 @@ next run, which reads them (newest first again when it is limited too).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections import Counter
@@ -37,13 +46,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from skel.errors import UsageError
+from skel.kernels.extract import SUFFIXES
 from skel.miner import changes
 from skel.miner.mine import FactsCache, extract_many, walk_hint
 from skel.miner.sources import GitBlobs, GitSource, repo_identity
-from skel.miner.walk import Skipped, SourceFile
+from skel.miner.walk import Skipped, SourceFile, wanted
 from skel.store.history import Draft, HistoryEvent, HistoryStore, RepoState, record_id, same_path
 
 Progress = Callable[[int, int, str], None]
+_PR_MERGE = re.compile(r"^Merge pull request #\d+ from \S+$")
 BATCH = 300  # commits per batch: one parallel extraction and one write each
 NULL = "0" * 40
 
@@ -68,7 +79,17 @@ class Commit:
 
     @property
     def subject(self) -> str:
-        return self.message.strip().splitlines()[0] if self.message.strip() else ""
+        """The message's first line; for a GitHub merge ("Merge pull request #81 from
+        owner/branch"), the pull request's title (the body's first line) with it:
+        "Grouped GEMM: skip padding (Merge pull request #81 from owner/branch)"."""
+        lines = [line.strip() for line in self.message.strip().splitlines()]
+        if not lines:
+            return ""
+        if _PR_MERGE.match(lines[0]):
+            title = next((line for line in lines[1:] if line), "")
+            if title:
+                return f"{title} ({lines[0]})"
+        return lines[0]
 
 
 @dataclass
@@ -78,8 +99,9 @@ class HistoryReport:
     tip: str
     start: str | None = None  # the commit the walk started after (None: from the first)
     since: str | None = None
+    until: str | None = None  # the date the walk was bounded by (the tip: the last commit before it)
     commits_walked: int = 0  # first-parent commits in the range
-    commits_read: int = 0  # of those, commits changing .py files that were read
+    commits_read: int = 0  # of those, commits changing kernel-language files (.py, .cu ...) that were read
     commits_kernels: int = 0  # commits changing a file that holds a kernel
     files_extracted: int = 0  # distinct kernel-file versions whose facts were needed
     parsed: int = 0
@@ -89,7 +111,7 @@ class HistoryReport:
     skipped: list[Skipped] = field(default_factory=list)
     up_to_date: bool = False
     more: bool = False  # --max-commits left older commits unread (the next run reads them)
-    listed: int = 0  # commits to read this run (changing .py files), before --max-commits
+    listed: int = 0  # commits to read this run (changing kernel-language files), before --max-commits
     left: int = 0  # of those, the older ones --max-commits left for the next run
     older: int = 0  # commits read that an earlier --max-commits run had left
     last_commit: str = ""
@@ -119,17 +141,20 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 LOG_FORMAT = "%x1e%H%x1f%P%x1f%aI%x1f%an%x1f%B%x1f"
+#: the files history reads: Triton's .py and CUDA C++'s suffixes, as `skel mine` reads them
+PATHSPECS = tuple(f"*{suffix}" for suffix in SUFFIXES)
 
 
 def read_log(cwd: Path, rev_range: str, since: str | None) -> list[Commit]:
-    """First-parent commits of ``rev_range`` changing ``.py`` files, oldest first, with
-    their raw changes (blob ids before and after, renames followed)."""
+    """First-parent commits of ``rev_range`` changing kernel-language files (``.py``,
+    ``.cu``, ``.cuh``, ``.cpp``, ``.h`` ...), oldest first, with their raw changes (blob ids
+    before and after, renames followed)."""
     args = ["log", "--first-parent", "--reverse", "--diff-merges=first-parent", "--raw", "--no-abbrev", "-M",
             "-z", f"--format={LOG_FORMAT}"]
     if since:
         args.append(f"--since={since}")
     try:
-        out = subprocess.run(["git", "-C", str(cwd), *args, rev_range, "--", "*.py"], capture_output=True,
+        out = subprocess.run(["git", "-C", str(cwd), *args, rev_range, "--", *PATHSPECS], capture_output=True,
                              timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise OSError(f"git log failed: {exc}") from exc
@@ -150,12 +175,24 @@ def read_log(cwd: Path, rev_range: str, since: str | None) -> list[Commit]:
             old = os.fsdecode(fields[i + 1])
             new = os.fsdecode(fields[i + paths])
             i += 1 + paths
-            if not (old.endswith(".py") or new.endswith(".py")):
+            if not (wanted(old) or wanted(new)):
                 continue
             c.changes.append(FileChange(status, old, new, None if meta[2] == NULL else meta[2],
                                         None if meta[3] == NULL or status == "D" else meta[3]))
         commits.append(c)
     return commits
+
+
+def last_commit_before(cwd: Path, rev: str, until: str) -> str:
+    """The newest first-parent commit of ``rev`` committed before ``until`` (a date git
+    reads; a bare ``YYYY-MM-DD`` is midnight UTC: git alone would read it as that day at
+    the current time of day, letting the cutoff day's own commits through). Raises
+    FileNotFoundError when every commit is as new as ``until`` or newer."""
+    bound = f"{until} 00:00:00 +0000" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", until.strip()) else until
+    sha = _git(cwd, "log", "--first-parent", "-1", f"--before={bound}", "--format=%H", rev).strip()
+    if not sha:
+        raise FileNotFoundError(f"{cwd}: no commit of {rev} was committed before {until}")
+    return sha
 
 
 def count_commits(cwd: Path, rev_range: str, since: str | None) -> int:
@@ -223,7 +260,9 @@ def diff_commit(repo: str, c: Commit, blobs: dict[str, SourceFile | Skipped],
                 reasons.append(f"message says {', '.join(words[:3])}")
             if reasons:
                 drafts.append(Draft(id=record_id(repo, c.sha, path, name, "draft"), reason="; ".join(reasons),
-                                    changed=tracked or ["kernel source changed (no tracked fact did)"], **common))
+                                    changed=tracked or ["kernel source changed (no tracked fact did)"],
+                                    edit=changes.edit(b, a), language=a["facts"].get("language", "triton"),
+                                    **common))
     return events, drafts, touched
 
 
@@ -279,6 +318,14 @@ def _repository(src: GitSource, hs: HistoryStore, name: str | None, root: str) -
     return _unique_label(history_label(src), src, set(hs.states())), None
 
 
+def _is_ancestor(cwd: Path, older: str, newer: str) -> bool:
+    try:
+        _git(cwd, "merge-base", "--is-ancestor", older, newer)
+    except OSError:
+        return False
+    return True
+
+
 def _unread(ranges: list[tuple[str, str]], listed: list[tuple[int, Commit]], done: set[str]) -> list[list[str]]:
     """The ranges (``RepoState.unread``) of the listed commits not in ``done``, oldest first:
     each maximal run of unread commits of a range, from the commit before it (or the
@@ -302,19 +349,23 @@ def _unread(ranges: list[tuple[str, str]], listed: list[tuple[int, Commit]], don
 
 
 def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | None = None, rev: str = "HEAD",
-                 since: str | None = None, max_commits: int | None = None, jobs: int | None = None,
-                 cache_root: Path | None = None, progress: Progress | None = None) -> HistoryReport:
-    """Mine the history of ``repo_path`` (up to ``rev``) into ``hs``; only commits after
-    the last one mined for this repository, and older ones an earlier ``max_commits`` run
-    left, are read (``max_commits``: the newest N of them). Raises FileNotFoundError for a
-    missing repository or revision, OSError when git fails."""
+                 since: str | None = None, until: str | None = None, max_commits: int | None = None,
+                 jobs: int | None = None, cache_root: Path | None = None,
+                 progress: Progress | None = None) -> HistoryReport:
+    """Mine the history of ``repo_path`` (up to ``rev``; with ``until``, up to its last
+    first-parent commit before that date) into ``hs``; only commits after the last one
+    mined for this repository, and older ones an earlier ``max_commits`` run left, are read
+    (``max_commits``: the newest N of them). Raises FileNotFoundError for a missing
+    repository or revision (or no commit before ``until``), OSError when git fails."""
     t0 = time.perf_counter()
     src = GitSource(repo_path, rev, name=name)
+    if until:
+        src = GitSource(repo_path, last_commit_before(src.cwd, src.commit, until), name=name)
     root = str(Path(repo_path).resolve())
     cwd = src.cwd
     repo, state = _repository(src, hs, name, root)
     jobs = jobs or min(2, os.cpu_count() or 1)
-    report = HistoryReport(repo=repo, root=str(repo_path), tip=src.commit, since=since, jobs=jobs,
+    report = HistoryReport(repo=repo, root=str(repo_path), tip=src.commit, since=since, until=until, jobs=jobs,
                            identity=src.origin)
     # what to read: (after, upto) ranges, oldest first: the older ones an earlier --max-commits
     # run left, then the commits after the last one mined ("" after: from the first commit)
@@ -325,7 +376,11 @@ def mine_history(repo_path: str | os.PathLike, hs: HistoryStore, *, name: str | 
                                 f"{state.since or '(none)'}; this run continues after {state.last_commit[:8]}")
         since = state.since
         ranges = [(after, upto) for after, upto in state.unread]
-        if state.last_commit != src.commit:
+        if until and state.last_commit != src.commit and _is_ancestor(cwd, src.commit, state.last_commit):
+            # mined past the bound already: what is before it was read (or is in `unread`)
+            report.notes.append(f"{repo} was mined up to {state.last_commit[:8]}, past --until {until} "
+                                f"({src.commit[:8]}): nothing newer to read before it")
+        elif state.last_commit != src.commit:
             try:
                 _git(cwd, "merge-base", "--is-ancestor", state.last_commit, src.commit)
             except OSError as exc:

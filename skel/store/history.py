@@ -87,6 +87,11 @@ class Draft(Change):
     review: str = "pending"  # one of REVIEWS
     note: str = ""
     reviewed: str = ""  # ISO date of the review
+    # the kernel model's edit, normalised so the same change in two repositories reads the
+    # same ("+ call tl.range(num_stages)", "fewer call tl.load", "launch num_warps up"):
+    # skel/miner/changes.py `edit`; None in drafts mined before it was recorded
+    edit: list[str] | None = None
+    language: str = "triton"  # the kernel's language ("triton", "cuda")
 
     @property
     def listed_as(self) -> str:
