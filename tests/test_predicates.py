@@ -2086,3 +2086,42 @@ def test_payoff_any_run_names_the_questions_a_tests_largest_run_decides():
 
     assert payoff.ANY_RUN == {payoff.offsets_past_int32}
     assert payoff.short_and_many_rows not in payoff.ANY_RUN and payoff.many_short_programs not in payoff.ANY_RUN
+
+
+# --- CUDA loops over per-thread arrays (cuda_loops) -------------------------------------------
+
+CUDA_ARRAY_LOOPS = """
+__global__ void cols(const float* x, const float* w, float* y, int K, int N, int per_thread) {
+  float acc[8] = {};
+  __shared__ float tile[64];
+  for (int k = 0; k < K; ++k) {
+    for (int j = 0; j < per_thread; ++j) acc[j] += x[k] * w[k * N + j];
+  }
+  #pragma unroll
+  for (int j = 0; j < 8; ++j) y[j] = acc[j] + tile[j];
+}
+"""
+
+
+def test_cuda_loops_reads_local_arrays_and_the_rolled_loops_over_them():
+    from skel.kernels.workload import Workload
+    from skel.skeletons.base import DOES_NOT_PAY, PAYS
+    from skel.skeletons.predicates import cuda_loops
+
+    k = _cuda_kernel(CUDA_ARRAY_LOOPS)
+    arrays = cuda_loops.local_arrays(k)
+    assert set(arrays) == {"acc"} and arrays["acc"].dims == ("8",)  # `__shared__ tile` is no per-thread array
+    (rolled,) = cuda_loops.rolled_array_loops(k)  # the pragma-unrolled store loop is not the subject
+    assert rolled.var == "j" and rolled.arrays == ("acc",) and not rolled.constant and rolled.size == 8
+    assert rolled.size <= cuda_loops.MAX_TRIP
+    pays = cuda_loops.local_memory_pays(k, Workload())
+    assert pays.state == PAYS and "local memory" in pays.reason  # a runtime bound inside the K loop
+    wide = _cuda_kernel(CUDA_ARRAY_LOOPS.replace("acc[8]", "acc[64]").replace("j < 8", "j < 64"))
+    assert cuda_loops.rolled_array_loops(wide) == []  # 64 elements: past MAX_TRIP, not worth unrolling
+    assert cuda_loops.local_memory_pays(wide, Workload()).state != PAYS
+    # every loop indexing a per-thread array, the unrolled one too; the pragma tells them apart
+    loops = cuda_loops.array_loops(k)
+    assert [cuda_loops.pragma_unrolled(al.loop) for al in loops] == [False, True]
+    sized = cuda_loops.local_memory_pays(_cuda_kernel(CUDA_ARRAY_LOOPS.replace("acc[8]", "acc[kCols]")),
+                                         Workload(sizes={"kCols": 64}))
+    assert sized.state == DOES_NOT_PAY  # the sizes put the array past 32 elements
