@@ -225,6 +225,8 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
     ``repo_sizes`` reads the sizes the tests and benchmarks of the repository holding
     ``path`` call each kernel at, without running them (``skel.kernels.callers``), below
     ``shapes`` and ``workload``; ``repo_within``: folders that search may not leave."""
+    if compile:
+        prestart_compiler(path, target)
     # deferred: not for `skel --help` (see the module docstring)
     from skel.retriever.suggest import suggest as rank
     from skel.skeletons.registry import get
@@ -253,6 +255,26 @@ def suggest(path: str | Path, *, store: str | None = None, kernel: str | None = 
             if s.id in introduced:
                 s.history = introduced[s.id].line()
     return results
+
+
+def prestart_compiler(path: str | Path, target: Target | None) -> None:
+    """``suggest(compile=True)`` soon: start the compile worker now, on this file's imports,
+    so it loads torch and the kernel's package while the ranking runs
+    (``skel.kernels.machine.prestart``; the compile itself comes later, from
+    ``skel.retriever.machine_check``). Calling it again for the same file costs nothing."""
+    p = Path(path)
+    if p.suffix != ".py":
+        return
+    try:
+        source = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # the ranking reads it again and says why
+    if "triton" not in source:
+        return
+    # deferred: only --compile starts a compiler; 25 ms, and not for `skel --help`
+    from skel.kernels.machine import DEFAULT_CC, prestart
+
+    prestart(source, target.cc if target is not None and target.cc else DEFAULT_CC)
 
 
 def _path_notes(path: str, kernel: str) -> list[str]:

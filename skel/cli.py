@@ -430,9 +430,11 @@ def suggest(kernel_file, stdin_name, kernel, top, bound, profile, backend, arch,
     catalog still answers, without locations. KERNEL_FILE `-` reads the kernel from
     standard input (editor integrations; see --stdin-name).
     """
+    target = api.parse_target(backend, arch, triton_version, gpu)
+    if compile_ and kernel_file != "-":
+        api.prestart_compiler(kernel_file, target)  # first: the compiler gets ready while the rest loads
     from skel.retriever import render  # the ranking stage: 50 ms to import; `skel --help` must not pay it
 
-    target = api.parse_target(backend, arch, triton_version, gpu)
     if kernel_file == "-":
         results = _suggest_stdin(stdin_name, store=store, kernel=kernel, k=top, bound=bound, target=target,
                                  profile=profile, why_not=why_not, shapes=shapes, workload=workload,

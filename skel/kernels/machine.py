@@ -10,12 +10,19 @@ kernel to the same PTX.
 
 How
 ---
-Importing a user's file runs it, so compiling happens in a child process (``python -m
-skel.kernels.machine``) with a timeout, ``TRITON_INTERPRET`` unset, a private Triton cache,
-and :func:`skel.kernels.offline.offline_cuda` standing in for the driver. The child builds
-the signature Triton's JIT would build at launch, calls ``triton.compile(ASTSource(...),
-target=GPUTarget("cuda", cc, 32))`` and reads registers and spills from ptxas's ``-v`` log
-(the CUDA driver, which gives ``n_regs`` online, is not there). Results are cached by content
+Importing a user's file runs it, so compiling happens outside this process, with a timeout,
+``TRITON_INTERPRET`` unset, a fresh private Triton cache per compile, and
+:func:`skel.kernels.offline.offline_cuda` standing in for the driver: in a fork of the warm
+compile worker (:mod:`skel.kernels.compile_worker`, ``python -m skel.kernels.machine
+--worker``: started on the first compile, or by :func:`prestart`, and kept; it imports
+torch and what each file imports once, so a second file of the same package costs its
+compile only), else in a one-shot child (``python -m skel.kernels.machine``), which the
+worker falls back to whenever it cannot answer. Both run the same code
+(:func:`_child_run`) and give the same facts. The child builds the signature Triton's JIT
+would build at launch, calls ``triton.compile(ASTSource(...), target=GPUTarget("cuda", cc,
+32))`` (without Triton's hash of its own installation, which only names a cache entry:
+:func:`_no_triton_cache_key`) and reads registers and spills from ptxas's ``-v`` log (the
+CUDA driver, which gives ``n_regs`` online, is not there). Results are cached by content
 (source text, kernel, launch, target, Triton version, this package's version) under
 :func:`cache_dir`, written atomically; a failed compile is cached too (it is deterministic),
 a timeout or a crashed child is not.
@@ -60,7 +67,7 @@ from types import SimpleNamespace
 from typing import Any, Mapping
 
 from skel.errors import SkelError
-from skel.kernels import extractor_version
+from skel.kernels import compile_worker, extractor_version
 from skel.kernels.offline import DEVICE_PROPERTIES, normalise, offline_cuda
 
 DEFAULT_POINTER = "*fp16"
@@ -167,8 +174,11 @@ class MachineFacts:
     ptx_hash: str  # sha256 of the PTX, kernel names and debug info stripped
     signature: dict[str, str]  # the signature compiled: parameter -> type or "constexpr=VALUE"
     assumed: list[str]  # what the launch did not say and was assumed
-    compile_s: float = 0.0  # seconds of the child process that compiled it, start-up included
-    #: the child's parts: "import" (running the user's file), "compile" (triton.compile + ptxas)
+    #: seconds the caller waited for it: a one-shot child's whole run (start-up included), or
+    #: a compile worker's answer (its preload and fork included)
+    compile_s: float = 0.0
+    #: the child's parts: "import" (running the user's file), "compile" (triton.compile + ptxas);
+    #: from the compile worker also "preload" (importing the file's imports, once per package)
     timings: dict[str, float] = field(default_factory=dict)
     cached: bool = False
 
@@ -426,16 +436,69 @@ def _write_cache(path: Path, data: dict[str, Any]) -> None:
 
 # ---- the parent's side --------------------------------------------------------------------------
 
-def _compile(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run the child on ``spec``: ``{"facts": ...}``, ``{"error": reason}`` (a compile that
-    failed: cacheable) or ``{"crash": reason}`` (a timeout or a dead child: not cached)."""
+def _child_env() -> dict[str, str]:
+    """The environment a compiling child gets: this one, Triton's interpreter off, this
+    checkout first on the path."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _worker_args(cc: int) -> tuple[tuple[Any, ...], list[str], dict[str, str]]:
+    """The compile worker for ``cc`` here: its key (what must match for it to be reused:
+    the target, the interpreter, the working directory, the environment), command, environment."""
+    env = _child_env()
+    key = (cc, sys.executable, os.getcwd(), compile_worker.env_key(env))
+    return key, [sys.executable, "-m", "skel.kernels.machine", "--worker", str(cc)], env
+
+
+def _seen_mark(source: str, cc: int, triton: str) -> Path:
+    """A file in the cache saying some kernel of this exact text was compiled for ``cc`` (so
+    a repeat run will likely find its facts cached and need no compiler)."""
+    blob = json.dumps({"code": extractor_version(), "cc": cc, "triton": triton}, sort_keys=True) + source
+    return cache_dir() / f"seen-{hashlib.sha256(blob.encode()).hexdigest()}"
+
+
+def prestart(source: str, cc: int = DEFAULT_CC) -> bool:
+    """Start the compile worker for ``cc`` now and have it import what ``source`` imports
+    (torch, its package), without waiting: a caller that will ask for this file's facts
+    soon (``skel suggest --compile``) overlaps that with its own work. False when the
+    worker is off, cannot start, or Triton is not installed, and when this very text has
+    been compiled before (its facts are likely cached: a worker getting ready for nothing
+    would only take the processor from the caller; a miss starts it at the compile)."""
+    version = triton_version()
+    if version is None or _seen_mark(source, cc, version).exists():
+        return False
+    key, argv, env = _worker_args(cc)
+    return compile_worker.prestart(key, argv, env, {"op": "preload", "source": source})
+
+
+def _compile(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Compile ``spec`` in the warm worker (:mod:`skel.kernels.compile_worker`), else in a
+    one-shot child (:func:`_compile_once`): ``{"facts": ...}``, ``{"error": reason}`` (a
+    compile that failed: cacheable) or ``{"crash": reason}`` (a timeout or a dead child:
+    not cached)."""
+    if compile_worker.enabled():
+        key, argv, env = _worker_args(int(spec["cc"]))
+        t0 = time.perf_counter()
+        data = compile_worker.request(key, argv, env, {"op": "compile", "spec": spec}, timeout,
+                                      f"compiling {spec['kernel']}")
+        if data is not None:
+            if "facts" in data:
+                data["facts"]["compile_s"] = round(time.perf_counter() - t0, 4)
+            return data
+    return _compile_once(spec, timeout)
+
+
+def _compile_once(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run a one-shot child (``python -m skel.kernels.machine``) on ``spec``; answers as
+    :func:`_compile`."""
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "skel.kernels.machine"], input=json.dumps(spec),
-                              capture_output=True, text=True, env=env, timeout=timeout)
+        with tempfile.TemporaryDirectory(prefix="skel-machine-") as d:  # here: removed even if the child is killed
+            proc = subprocess.run([sys.executable, "-m", "skel.kernels.machine", d], input=json.dumps(spec),
+                                  capture_output=True, text=True, env=_child_env(), timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"crash": f"compiling {spec['kernel']} took longer than {timeout:.0f} s"}
     except OSError as e:
@@ -471,6 +534,8 @@ def machine_facts(source: str, kernel: str, launch: Launch | None = None, *, cc:
             raise MachineFactsUnavailable(data["crash"])
         if use_cache:
             _write_cache(path, data)
+            with contextlib.suppress(OSError):
+                _seen_mark(source, cc, version).touch()
     if "error" in data:
         raise MachineFactsUnavailable(data["error"])
     facts = MachineFacts.from_json(data["facts"])
@@ -698,18 +763,123 @@ def _first_line(e: BaseException) -> str:
     return (lines[-1] if lines else "").strip()[:300]
 
 
-def _child_main() -> None:
+def _no_triton_cache_key() -> None:
+    """Triton names each compile's entry in its on-disk cache by a hash of its own sources
+    and of libtriton (``triton.runtime.cache.triton_key``: 0.3 s, once per process, and it
+    imports every backend module to find them). Every compile here writes to a fresh,
+    private cache, where that name tells nothing apart, so Triton's version stands in for
+    it. What is compiled, and how, is unchanged."""
+    try:
+        import triton  # triton: optional; the child imports it anyway
+        from triton.runtime import cache  # triton: as above
+    except ImportError:
+        return
+    if callable(getattr(cache, "triton_key", None)):
+        key = f"{triton.__version__}-skel-offline-private-cache"
+        cache.triton_key = lambda: key
+
+
+def _child_run(spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """One compile in this process, in ``workdir`` (a one-shot child's, or a worker's fork's)."""
+    os.environ["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")  # fresh: ptxas runs and logs
+    os.environ.pop("TRITON_INTERPRET", None)
+    _no_triton_cache_key()
+    try:
+        return _child_compile(spec, workdir)
+    except Exception as e:  # a bug here must still answer with a reason
+        return {"error": f"internal error while compiling: {type(e).__name__}: {_first_line(e)}"}
+
+
+def _child_main(workdir: Path | None = None) -> None:
+    """The one-shot child: a spec on stdin, the answer on stdout; in ``workdir`` (the
+    parent's, which removes it) or a temporary folder of its own."""
     spec = json.loads(sys.stdin.read())
-    with tempfile.TemporaryDirectory(prefix="skel-machine-") as d:
-        os.environ["TRITON_CACHE_DIR"] = str(Path(d) / "triton-cache")  # fresh: ptxas runs and logs
-        os.environ.pop("TRITON_INTERPRET", None)
-        try:
-            out = _child_compile(spec, Path(d))
-        except Exception as e:  # a bug here must still answer with a reason
-            out = {"error": f"internal error while compiling: {type(e).__name__}: {_first_line(e)}"}
+    with contextlib.ExitStack() as stack:
+        d = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="skel-machine-")))
+        out = _child_run(spec, d)
     sys.stdout.write(_MARK + json.dumps(out) + "\n")
     sys.stdout.flush()
 
 
+# ---- the warm worker's side (skel.kernels.compile_worker) ---------------------------------------
+
+def _module_imports(source: str) -> list[tuple[str, tuple[str, ...], tuple[int, ...]]]:
+    """The absolute imports a file makes whatever happens when it runs, in order: at module
+    level and inside ``try`` and ``with`` bodies (not under an ``if``, in an ``except``, or
+    inside a function or class). Each is (module, names taken from it, the ``try`` bodies
+    it sits in: a failed import ends the innermost one, or the file at module level)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
+    tries = iter(range(1, 1 << 30))
+
+    def visit(nodes: list[ast.stmt], scope: tuple[int, ...]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                out.extend((a.name, (), scope) for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                out.append((node.module, tuple(a.name for a in node.names if a.name != "*"), scope))
+            elif isinstance(node, ast.Try):
+                visit(node.body, scope + (next(tries),))
+            elif isinstance(node, ast.With):
+                visit(node.body, scope)
+
+    visit(tree.body, ())
+    return out
+
+
+def _preload(cc: int, source: str) -> None:
+    """In the worker, before it forks for ``source``: import what the file imports whatever
+    happens (:func:`_module_imports`) as its one-shot child would (torch first, its device
+    queries stood in; each import under the offline driver), so the fork and every later
+    one find it loaded. The fork runs the whole file itself and reports what fails."""
+    import importlib.util  # stdlib; only the worker preloads
+
+    if not _imports_beyond_triton(source):
+        return
+    if importlib.util.find_spec("torch") is not None:
+        import torch  # torch: 0.8 s; only where a file imports more than Triton
+
+        # a fork of a process whose torch thread pool has started hangs in its first
+        # parallel op: on one thread, the worker never starts one (a fork may start its own)
+        torch.set_num_threads(1)
+        _torch_cuda_standin(cc)
+    failed: set[tuple[int, ...]] = set()
+    with offline_cuda(cc, properties=True), contextlib.redirect_stdout(io.StringIO()):
+        for name, attrs, scope in _module_imports(source):
+            if any(scope[:i] in failed for i in range(len(scope) + 1)):
+                continue
+            try:
+                module = importlib.import_module(name)
+                for attr in attrs:
+                    if not hasattr(module, attr):
+                        importlib.import_module(f"{name}.{attr}")  # `from pkg import submodule`
+            except BaseException:  # the fork meets it again and says why
+                failed.add(scope)
+
+
+def _worker_main(cc: int, idle_s: float, folder: Path) -> None:
+    """``python -m skel.kernels.machine --worker CC IDLE_S FOLDER``: Triton and its
+    compiler's modules loaded once, then :func:`skel.kernels.compile_worker.serve`."""
+    import importlib  # stdlib; only the worker warms up
+
+    _no_triton_cache_key()
+    for name in ("triton.compiler.compiler", "triton.compiler.code_generator", "triton.backends.nvidia.compiler"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):  # `ptxas --version`, asked once per process: here, not in every fork
+        importlib.import_module("triton.backends.nvidia.compiler").get_ptxas_version(cc)
+    def setup(private: Path) -> None:  # a compile a package makes on import stays out of the user's cache
+        os.environ["TRITON_CACHE_DIR"] = str(private / "triton-cache")
+        os.environ.pop("TRITON_INTERPRET", None)
+
+    compile_worker.serve(_child_run, lambda source: _preload(cc, source), folder, idle_s, setup)
+
+
 if __name__ == "__main__":
-    _child_main()
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        _worker_main(int(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4]))
+    else:
+        _child_main(Path(sys.argv[1]) if len(sys.argv) > 1 else None)

@@ -13,10 +13,13 @@ come of it:
   machine code as the kernel (the compiler already does it, or the change cannot matter at
   these constexprs) is taken out of the list and named in ``no_op``.
 
-Compiling costs a child process per version (about 0.4-0.9 s of compiling, plus importing
-the kernel's module: `python -m benchmarks.performance.machine_facts`), cached by content, so
-it is opt-in. A kernel that does not compile offline says why in a note and is answered as
-without ``--compile``.
+Compiling runs the kernel's file outside this process: in the warm compile worker
+(``skel.kernels.compile_worker``; ``skel.api.suggest`` starts it first thing, so it imports
+torch and the kernel's package while the ranking runs), which then compiles each version in
+0.2-1.9 s on 2 cores; a process's first compile also pays that import, about 2 s for a liger file
+(`python -m benchmarks.performance.suggest_grounded`). Cached by content, and opt-in. A
+kernel that does not compile offline says why in a note and is answered as without
+``--compile``.
 """
 
 from __future__ import annotations
