@@ -14,7 +14,8 @@ from skel.skeletons.pairs import cuda as _cuda
 from skel.skeletons.pairs import example_path, module_name
 
 CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage", "launch-bounds-occupancy",
-              "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue")
+              "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue",
+              "cuda-pragma-unroll-fixed-trip")
 
 #: just enough of torch's C++ API for the examples' host wrappers to compile without torch's
 #: CUDA headers (the CPU wheel has none): the kernels and launch code are the real ones
@@ -25,7 +26,8 @@ STUB = """#pragma once
 namespace at { enum ScalarType { kFloat, kBFloat16 }; }
 namespace c10 { namespace cuda { inline cudaStream_t getCurrentCUDAStream() { return 0; } } }
 namespace torch { struct Tensor { int64_t size(int) const; int64_t numel() const; int64_t element_size() const;
-  at::ScalarType scalar_type() const; void* data_ptr() const; template <typename T> T* data_ptr() const; }; }
+  at::ScalarType scalar_type() const; bool is_contiguous() const; void* data_ptr() const;
+  template <typename T> T* data_ptr() const; }; }
 #define TORCH_CHECK(c, ...) ((void)(c))
 """
 

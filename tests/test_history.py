@@ -189,8 +189,9 @@ def test_incremental_and_max_commits(repo, mined, tmp_path):
     assert again.up_to_date and again.commits_read == 0
     # the same events as one run over the whole history, none twice
     ids = [e.id for e in events_of(store)]
-    assert len(ids) == first.events.total() + second.events.total() == 4
-    assert set(ids) == {e.id for e in events_of(mined[0])}
+    whole = {e.id for e in events_of(mined[0])}
+    assert len(ids) == first.events.total() + second.events.total() == len(whole) >= 4
+    assert set(ids) == whole
 
 
 def test_new_commit_is_read_alone(repo, tmp_path):

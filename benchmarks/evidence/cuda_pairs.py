@@ -17,7 +17,8 @@ import sys
 import time
 
 CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage", "launch-bounds-occupancy",
-              "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue")
+              "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue",
+              "cuda-pragma-unroll-fixed-trip")
 
 
 def _harness(sk_id: str):

@@ -70,12 +70,6 @@ size, the norm of each head) — paid at the first call.
   and `unsloth/kernels/layernorm.py` (`layernorm_forward`, `layernorm_backward`: `n_cols : tl.constexpr`,
   the bound of `mask = col_offsets < n_cols` and the divisor of the mean; message "constexpr") — at
   `5843d784f5`, 2025-03-13, before 2025-07-01
-- lmdeploy `lmdeploy/pytorch/kernels/cuda/flashattention.py` (`_flash_prefill_fwd_kernel`:
-  `head_dim_k`, `head_dim_v` become constexpr, folding `offs_dk % head_dim_k` and letting a
-  constexpr `head_dim_v == BLOCK_DV` test choose the V block pointers' boundary checks at
-  compile time; message "Merge dev branch to main branch". Its head dims bound block-pointer
-  shapes, which the conditions here do not read) — at `4aff326d69`, 2025-03-26, before
-  2025-07-01
 - flash-linear-attention `fla/modules/fused_linear_cross_entropy.py` (`cross_entropy_kernel`: the
   runtime `n_cols` becomes `V: tl.constexpr`, the bound of the `range(0, V, BV)` loops and their
   `o_x < V` masks; message "[Cross Entropy] Update default params") — at `78d29a0fa8`, 2024-09-13,

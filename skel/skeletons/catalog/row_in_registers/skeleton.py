@@ -90,9 +90,6 @@ again, a tile built in registers and stored once), the others are related edits:
 - lmdeploy `lmdeploy/pytorch/kernels/mbgmv.py` (`_x_a_mv_kernel`, `_acc_b_mv_kernel`; `mbgmm.py`'s `_x_a_mm_kernel`,
   `_acc_b_mm_kernel` alike: a page-table load dropped, row offsets read directly) — at `398c2aae74`, 2024-05-08,
   "Optimize slora (#1447)" (its message states no number)
-- lmdeploy `lmdeploy/pytorch/kernels/cuda/flashattention.py` (`_flash_prefill_fwd_kernel`) — at `96e82ebce5`,
-  2024-12-13, "Refactor VLM modules (#2810)": in the cluster only because its loads moved into a helper
-  (`_load_kv`); not this technique
 Kernels of the mined repositories (snapshots before 2025-07-01) with the pattern, the before side of the rewrite:
 - ColossalAI `colossalai/kernel/triton/rms_layernorm.py` (`_rmsnorm_kernel`: a variance loop and a normalise loop
   each re-reading `X`, `BLOCK_SIZE = min(MAX_FUSED_SIZE, next_power_of_2(N))` with a `raise` for wider rows) — at
