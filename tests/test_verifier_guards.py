@@ -170,3 +170,31 @@ def test_with_the_ratio_off_the_precision_cheater_is_still_caught_by_its_error_g
     orig = write(tmp_path / "rowsum.py", (CHEATERS / "rowsum.py").read_text() + "\nERROR_RATIO = 0\n")
     r = api.verify(orig, CHEATERS / "tf32_drift.py", device="cpu", tolerance=(0.03, 0.0))
     assert r.record.verdict == "wrong" and "error growth with N" in r.record.detail, r.record.detail
+
+
+# --- a CUDA fault is a verdict, not a crash ------------------------------------------------
+
+def test_a_cuda_fault_reported_while_results_are_compared_is_wrong_and_nothing_later_runs(monkeypatch):
+    """A CUDA graph replayed over freed tensors (benchmarks/verifier_fooling gpu_stale_graph) faults
+    asynchronously: torch reports "CUDA error: an illegal memory access" at the next call that
+    synchronises, while results are compared, outside both sides' calls, and `skel verify` ended
+    with exit 2 and no record. The CPU has no CUDA fault to provoke: the comparison raises the
+    error torch raises there. The verdict is `wrong`, naming the error; nothing is timed."""
+    from skel.verifier import correctness
+
+    def faulting(*_a, **_k):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
+                           "asynchronously reported at some other API call")
+
+    monkeypatch.setattr(correctness, "same_results", faulting)
+    r = verify("rowsum.py", "correct.py")
+    assert r.record.verdict == "wrong" and r.exit_code == errors.EXIT_WRONG, r.record.detail
+    assert "CUDA error: an illegal memory access was encountered" in r.record.detail
+    assert r.record.speedup is None and [s.name for s in r.stages if s.status != "skipped"][-1] == "same results"
+
+
+def test_an_ordinary_exception_is_not_taken_for_a_cuda_fault():
+    from skel.verifier.run import _cuda_fault
+
+    assert _cuda_fault(RuntimeError("CUDA error: misaligned address"))
+    assert not _cuda_fault(RuntimeError("shape mismatch")) and not _cuda_fault(ValueError("CUDA error"))

@@ -364,6 +364,15 @@ def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: 
     except integrity.Tampered as e:
         run.stop("same results", "wrong", str(e))
         return
+    except Exception as e:  # noqa: BLE001 - only a CUDA fault is a verdict; anything else propagates
+        if not _cuda_fault(e):
+            raise
+        # an illegal address poisons the CUDA context: nothing after this can run, so this is
+        # the verdict (a graph replayed over freed tensors, an out-of-bounds store ...)
+        first = " ".join(str(e).split("\n")[0].split())[:200]
+        run.stop("same results", "wrong", f"a CUDA error while the two sides ran ({first}); the original alone "
+                 "is the reference, so the candidate's launches are taken to have caused it: no later stage ran")
+        return
     passed = [s for s in run.stages if s.name == "same results" and s.status == "passed"]
     if run.verdict is not None or not passed:
         return
@@ -371,6 +380,12 @@ def _stage_same_results(run: _Run, h: Any, orig_fn: Any, cand_fn: Any, problem: 
     if why:
         run.stages.remove(passed[0])
         run.stop("same results", "not-applied", why, passed[0].notes)
+
+
+def _cuda_fault(e: BaseException) -> bool:
+    """A CUDA error raised by torch (``torch.AcceleratorError`` since 2.8, a ``RuntimeError``
+    before): "CUDA error: an illegal memory access was encountered" and the like."""
+    return type(e).__name__ == "AcceleratorError" or (isinstance(e, RuntimeError) and "CUDA error" in str(e))
 
 
 def _original_once(run: _Run, h: Any, orig_fn: Any, problem: Any) -> None:
