@@ -4,7 +4,7 @@ did not write the ranking.
     python -m benchmarks.retrieval.unseen sample --name unseen1   # draw kernels, rank, write the judge view
     python -m benchmarks.retrieval.unseen report --name unseen1   # precision from the judges' verdicts
 
-The repositories (``REPOS``, pinned commits) are in no benchmark of skel (``cases.json``,
+The repositories (``DRAWS[name]``, pinned commits) are in no benchmark of skel (``cases.json``,
 the precision draws), cited by no skeleton, and were never read while changing the ranking.
 ``sample`` draws ``TRITON`` Triton kernels and ``CUDA`` CUDA kernels per repository with a
 seed from the draw's name, ranks each as a user would (``skel suggest`` at the judges'
@@ -40,13 +40,24 @@ from benchmarks.retrieval import repos
 
 HERE = Path(__file__).resolve().parent
 LOG = HERE / "unseen_runs.md"
-#: owner/name -> commit: repositories in no benchmark and no skeleton reference
-REPOS = {
-    "thu-ml/SageAttention": "d1a57a5",
-    "apple/ml-cross-entropy": "d42911f",
-    "facebookresearch/xformers": "ca6d2aa0",
-    "bitsandbytes-foundation/bitsandbytes": "95f9af30",
-    "hpcaitech/ColossalAI": "4f9953be3",
+#: draw name -> {owner/name: commit}: repositories in no benchmark and no skeleton reference when
+#: the draw was made. A draw's repositories are spent with it: unseen1's five were mined for
+#: history (#38) afterwards and skeletons now cite some of them, so a later draw takes new ones.
+DRAWS = {
+    "unseen1": {
+        "thu-ml/SageAttention": "d1a57a5",
+        "apple/ml-cross-entropy": "d42911f",
+        "facebookresearch/xformers": "ca6d2aa0",
+        "bitsandbytes-foundation/bitsandbytes": "95f9af30",
+        "hpcaitech/ColossalAI": "4f9953be3",
+    },
+    "unseen2": {
+        "ELS-RD/kernl": "91e2cd92d",
+        "FlagOpen/FlagAttention": "ee91638de",
+        "ModelCloud/GPTQModel": "f4c327a17",
+        "NVIDIA/apex": "6424da3b4",
+        "kvcache-ai/ktransformers": "95009ea68",
+    },
 }
 TRITON, CUDA = 5, 2
 CODE = (".py", ".cu", ".cuh", ".h", ".hpp", ".cpp")
@@ -106,7 +117,9 @@ def sample(name: str, cache: Path) -> int:
 
     target = Target(backend=TARGET[0], cc=TARGET[1], triton=TARGET[2])
     pairs, view = [], []
-    for repo, commit in REPOS.items():
+    if name not in DRAWS:
+        raise SystemExit(f"no repositories for draw {name!r}: add them to DRAWS (have {', '.join(DRAWS)})")
+    for repo, commit in DRAWS[name].items():
         root = _tree(repo, commit, cache)
         triton, cuda = _kernels(root)
         rng = random.Random(f"{name}:{repo}")
