@@ -15,7 +15,9 @@ from skel.skeletons.pairs import example_path, module_name
 
 CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-multistage", "launch-bounds-occupancy",
               "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue",
-              "cuda-pragma-unroll-fixed-trip")
+              "cuda-pragma-unroll-fixed-trip", "cuda-half2-packed-math", "cuda-fast-math-intrinsics",
+              "cuda-fp32-partial-accumulation", "cuda-restrict-readonly-loads", "cuda-smem-padding-bank-conflicts",
+              "cuda-int64-offsets", "cuda-syncwarp-warp-private", "cuda-smem-reuse-barrier")
 
 #: just enough of torch's C++ API for the examples' host wrappers to compile without torch's
 #: CUDA headers (the CPU wheel has none): the kernels and launch code are the real ones
