@@ -969,6 +969,8 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     search_from = 0
     hint = backend_hint(path, source)
     scope: dict[str, cst.CSTNode] = {**constant_nodes, **scan.functions}
+    wraps = _WrapScan({f.name.value for f in kernels})
+    module.visit(wraps)
     for func in kernels:
         def_line, search_from = _find_def(lines, func.name.value, search_from)
         # one code-generation pass over the kernel alone gives every node's line and text;
@@ -995,8 +997,61 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
             configs = _configs_arg(dec) if d.name == "triton.autotune" else None
             if configs is not None:
                 _read_configs(configs, d, scope)
+        for wrapped, inner in wraps.found.get(facts.name, []):
+            line = next((i + 1 for i, t in enumerate(lines) if re.match(rf"\s*{re.escape(wrapped)}\s*=", t)), 0)
+            wrap = _wrapping_decorators(inner, aliases, line, scope)
+            if wrap is None:
+                continue
+            facts.decorators.append(wrap)
+            # launched by the wrapped name: those launches are this kernel's
+            facts.launches += [replace(ln, kernel=facts.name, launched_as=wrapped)
+                               for ln in host.launches if ln.kernel == wrapped]
         out.append(facts)
     return out
+
+
+class _WrapScan(cst.CSTVisitor):
+    """`X = triton.autotune(configs=..., key=...)(kernel)` anywhere in the module (inside an
+    `if`/`try` too): the autotuner applied by a call instead of a decorator — GPTQModel wraps each
+    `_impl` kernel twice this way (`custom_autotune.autotune(...)(_impl)`, small and large
+    config sets) and launches the wrapped names. Kernel name -> [(wrapped name, the inner call)]."""
+
+    def __init__(self, kernels: set[str]) -> None:
+        self.kernels = kernels
+        self.found: dict[str, list[tuple[str, cst.Call]]] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node.name.value not in self.kernels  # a kernel's body wraps nothing
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        v = node.value
+        if not (isinstance(v, cst.Call) and isinstance(v.func, cst.Call) and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name)):
+            return
+        args = [a for a in v.args if a.keyword is None and not a.star]
+        if len(args) == 1 and isinstance(args[0].value, cst.Name) and args[0].value.value in self.kernels:
+            self.found.setdefault(args[0].value.value, []).append((node.targets[0].target.value, v.func))
+
+
+def _wrapping_decorators(inner: cst.Call, aliases: Aliases, line: int,
+                         scope: dict[str, cst.CSTNode]) -> Decorator | None:
+    """The Decorator a call-wrapping autotuner stands for: `triton.autotune(...)`, or a project's
+    own with `configs=` and `key=` (the same contract the decorator form is read by); None for any
+    other wrapper (`functools.partial`, `torch.compile`)."""
+    name = aliases.canonical(dotted(inner.func))
+    _, kwargs = _kwargs(inner)
+    d = Decorator(name=name, line=line, kwargs=kwargs)
+    if name != "triton.autotune":
+        if not {"configs", "key"} <= set(kwargs):
+            return None
+        d.name, d.spelling = "triton.autotune", name
+    for a in inner.args:
+        if a.keyword and a.keyword.value == "key" and isinstance(a.value, (cst.List, cst.Tuple)):
+            d.list_items += [host_code(e.value) for e in a.value.elements]
+    configs = _configs_arg(cst.Decorator(decorator=inner))
+    if configs is not None:
+        _read_configs(configs, d, scope)
+    return d
 
 
 def _configs_arg(dec: cst.Decorator) -> cst.BaseExpression | None:

@@ -201,9 +201,11 @@ def _configs_vary_launch(k: KernelFacts) -> bool:
     comprehension, or passed by name, cannot be read: they count as varying."""
     d = k.decorator("triton.autotune")
     text = autotune_text(k)
-    if d is None or d.config_count < 2 or " for " in text:
-        return True
     n = text.count("Config(")
+    # not written out where the decorator is: `configs=CONFIGS` (a module list), or an autotuner
+    # applied by a call (`custom_autotune.autotune(configs=...)(kernel)`, no decorator text)
+    if d is None or d.config_count < 2 or " for " in text or n == 0:
+        return True
     values = {}
     for kw in ("num_warps", "num_stages"):
         found = re.findall(kw + r"\s*=\s*([\w.]+)", text)

@@ -56,8 +56,16 @@ def _key_names(d: Decorator) -> list[str]:
     return [x.strip("'\" ") for x in d.list_items]
 
 
+#: a project's autotuner told to round its key values itself (GPTQModel's and AutoGPTQ's
+#: `custom_autotune.autotune(..., nearest_power_of_two=True)`): bucketing, done in effect
+ROUNDING_KWARG = re.compile(r"(?i)nearest_power_of_(two|2)|round_keys?|bucket\w*")
+
+
 def _keys_bucket(d: Decorator, k: KernelFacts) -> bool:
-    """The autotune `key` lists a shape bucket (`T_BUCKET`, `bucket_M`, `M_p2`)."""
+    """The autotune `key` lists a shape bucket (`T_BUCKET`, `bucket_M`, `M_p2`), or the autotuner
+    rounds the key itself (`nearest_power_of_two=True`)."""
+    if any(ROUNDING_KWARG.fullmatch(n) and v.strip() not in ("False", "None", "0") for n, v in d.kwargs.items()):
+        return True
     return any(BUCKET_NAME.fullmatch(n) for n in _key_names(d))
 
 
@@ -71,7 +79,8 @@ def _keys_raw_length(d: Decorator, k: KernelFacts) -> bool:
 
 
 BUCKETED_KEY = decorators("triton.autotune", where=_keys_bucket, name="autotune-key-bucket",
-                          describe="an autotune `key` entry that is a shape bucket (`*_BUCKET`)")
+                          describe="an autotune `key` entry that is a shape bucket (`*_BUCKET`), or an autotuner that rounds its "
+                          "keys itself (`nearest_power_of_two=True`)")
 RAW_LENGTH_KEY = decorators("triton.autotune", where=_keys_raw_length, name="autotune-key-raw-length",
                             describe="an autotune `key` listing a raw per-call length (T, seq_len, M, num_tokens, B ...)")
 
