@@ -20,7 +20,8 @@ CUDA_PAIRS = ("vectorized-128bit-access", "warp-shuffle-reduction", "cp-async-mu
               "cuda-programmatic-dependent-launch", "persistent-tile-scheduler", "tma-store-epilogue",
               "cuda-pragma-unroll-fixed-trip", "cuda-half2-packed-math", "cuda-fast-math-intrinsics",
               "cuda-fp32-partial-accumulation", "cuda-restrict-readonly-loads", "cuda-smem-padding-bank-conflicts",
-              "cuda-int64-offsets", "cuda-syncwarp-warp-private", "cuda-smem-reuse-barrier")
+              "cuda-int64-offsets", "cuda-syncwarp-warp-private", "cuda-smem-reuse-barrier",
+              "cuda-int4-dequant-magic", "cuda-ldmatrix-fragment-loads")
 
 
 def _harness(sk_id: str):

@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-benchmarks/results/gpu-cuda-pairs}}
 BUDGET=${2:-240}
-IDS=${IDS:-vectorized-128bit-access,warp-shuffle-reduction,cp-async-multistage,launch-bounds-occupancy,cuda-programmatic-dependent-launch,persistent-tile-scheduler,tma-store-epilogue,cuda-pragma-unroll-fixed-trip,cuda-half2-packed-math,cuda-fast-math-intrinsics,cuda-fp32-partial-accumulation,cuda-restrict-readonly-loads,cuda-smem-padding-bank-conflicts,cuda-int64-offsets,cuda-syncwarp-warp-private,cuda-smem-reuse-barrier}
+IDS=${IDS:-vectorized-128bit-access,warp-shuffle-reduction,cp-async-multistage,launch-bounds-occupancy,cuda-programmatic-dependent-launch,persistent-tile-scheduler,tma-store-epilogue,cuda-pragma-unroll-fixed-trip,cuda-half2-packed-math,cuda-fast-math-intrinsics,cuda-fp32-partial-accumulation,cuda-restrict-readonly-loads,cuda-smem-padding-bank-conflicts,cuda-int64-offsets,cuda-syncwarp-warp-private,cuda-smem-reuse-barrier,cuda-int4-dequant-magic,cuda-ldmatrix-fragment-loads}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/skel-torch-extensions}

@@ -1,0 +1,2 @@
+"""The `cuda-ldmatrix-fragment-loads` skeleton: `skeleton.py` says what it is and when it applies, `example.py`
+is its runnable before → after pair, `fixtures.*` the kernels it must and must not match."""
