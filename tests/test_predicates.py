@@ -2125,3 +2125,69 @@ def test_cuda_loops_reads_local_arrays_and_the_rolled_loops_over_them():
     sized = cuda_loops.local_memory_pays(_cuda_kernel(CUDA_ARRAY_LOOPS.replace("acc[8]", "acc[kCols]")),
                                          Workload(sizes={"kCols": 64}))
     assert sized.state == DOES_NOT_PAY  # the sizes put the array past 32 elements
+
+
+# --- masks built from positions (index-computed-causal-mask, bitpacked-attention-mask) ---------
+
+POSITIONAL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def attn(Q, K, Mask, O, L, stride, BLOCK: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs_n = tl.arange(0, BLOCK)
+    q = tl.load(Q + offs_m[:, None] * stride + offs_n[None, :])
+    mask_ptrs = Mask + offs_m[:, None] * L + offs_n[None, :]
+    acc = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
+    for start_n in range(0, L, BLOCK):
+        k = tl.load(K + (start_n + offs_n[None, :]) * stride + offs_n[:, None])
+        qk = tl.dot(q, k)
+        keep = tl.load(mask_ptrs + start_n)
+        acc += tl.where(keep, qk, 0.0)
+    tl.store(O + offs_m[:, None] * stride + offs_n[None, :], acc)
+
+
+def run(q, k, o, L):
+    mask = torch.tril(torch.ones(L, L, dtype=torch.bool, device=q.device))
+    attn[(L // 64,)](q, k, mask, o, L, q.stride(0), BLOCK=64)
+
+
+def run_caller(q, k, o, L, attn_mask):
+    attn[(L // 64,)](q, k, attn_mask, o, L, q.stride(0), BLOCK=64)
+'''
+
+
+def test_positional_masks_a_tril_built_by_the_launcher_but_not_a_callers_mask():
+    from skel.kernels.flow import flow_of
+    from skel.skeletons.predicates import positional_masks
+
+    (k,) = extract_file(POSITIONAL)
+    fl = flow_of(k)
+    own, caller = sorted(k.launches, key=lambda ln: ln.line)
+    assert positional_masks.launch_argument(k, own, "Mask") == "mask"
+    assert positional_masks.launch_argument(k, own, "BLOCK") == "64"
+    assert positional_masks.built_from_positions(own, "mask")
+    assert positional_masks.built_from_positions(own, "torch.ones(L, L).tril()")  # written at the launch
+    assert not positional_masks.built_from_positions(caller, "attn_mask")  # the caller's: data
+    mask_load = next(c for c in fl.loads() if c.line == 17)  # `keep = tl.load(mask_ptrs + start_n)`
+    assert positional_masks.pointer_params(fl, k, mask_load.arg(0, "pointer")) == {"Mask"}
+    # two launches, one of them passes the caller's mask: not every launch is positional
+    assert positional_masks.positional_mask_loads(fl, k, [mask_load]) is None
+    assert positional_masks.TRIANGLE_CALL.search("torch.tril") and positional_masks.TRIANGLE_CALL.search("m.triu_")
+    assert positional_masks.INDEX_TEXT.search("offs[:, None] >= torch.arange(L)")
+    assert positional_masks.CUSTOM_CALL.search("torch.rand") and not positional_masks.CUSTOM_CALL.search("torch.tril")
+    assert positional_masks.CUSTOM_NAME.search("tree_mask") and not positional_masks.CUSTOM_NAME.search("mask")
+
+
+def test_positional_masks_hold_when_every_launch_builds_the_mask():
+    from skel.kernels.flow import flow_of
+    from skel.skeletons.predicates import positional_masks
+
+    (k,) = extract_file(POSITIONAL.split("\n\ndef run_caller")[0] + "\n")
+    fl = flow_of(k)
+    mask_load = next(c for c in fl.loads() if c.line == 17)  # `keep = tl.load(mask_ptrs + start_n)`
+    lines = positional_masks.positional_mask_loads(fl, k, [mask_load])
+    assert lines is not None and 17 in lines and k.launches[0].line in lines

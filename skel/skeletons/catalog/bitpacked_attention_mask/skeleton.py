@@ -80,6 +80,7 @@ from skel.kernels.flow import CallInfo, Flow, LoopInfo, Node, binary, flow_of, h
 from skel.skeletons.base import DOES_NOT_PAY, PAYS, UNKNOWN, Category, Env, Payoff, Skeleton
 from skel.skeletons.conditions import custom
 from skel.skeletons.predicates.addresses import tile_load_2d
+from skel.skeletons.predicates.positional_masks import positional_mask_loads
 
 if TYPE_CHECKING:
     from skel.kernels.model import KernelFacts
@@ -146,6 +147,21 @@ def _mask_selects(k: KernelFacts, packed: bool) -> list[int] | None:
     return sorted(set(lines)) or None
 
 
+def positional_mask(k: KernelFacts) -> list[int] | None:
+    """The selecting mask tile is one the launcher builds from positions (`torch.tril`, an
+    `arange` comparison): computing it from the indices removes it, packing it only shrinks it."""
+    fl = flow_of(k)
+    if not fl.ok:
+        return None
+    loads = []
+    for w in fl.named("tl.where"):
+        lp = _loop_with_dot(fl, w)
+        cond = w.arg(0, "condition")
+        if lp is not None and cond is not None:
+            loads += [c for c in _feeding_loads(fl, cond, lp) if tile_load_2d(fl, c)]
+    return positional_mask_loads(fl, k, loads)
+
+
 def mask_tile_selects(k: KernelFacts) -> list[int] | None:
     """A (query, key) mask tile read element by element (a byte or a float a pair) that
     selects the attention scores in the key loop."""
@@ -168,6 +184,13 @@ PACKED_MASK_SELECT = custom(
     "attention-mask-bits-select",
     "an attention key loop that unpacks mask bits from loaded words (`>>`, `& 1`) to select the scores",
     packed_mask_selects)
+
+
+#: the mask is positions only: `index-computed-causal-mask` drops it instead
+POSITIONAL_MASK = custom(
+    "mask-built-from-positions",
+    "a mask the launcher builds from positions (`tril`, `triu`, an `arange` comparison) and passes to the kernel",
+    positional_mask)
 
 
 def _size(wl: Workload, names: tuple[str, ...]) -> tuple[int | None, str]:
@@ -206,7 +229,7 @@ SKELETON = Skeleton(
     doc=__doc__,
     ruled_out_by=(r"\bpack\w* bits?\b", r"\bbit[\s-]?pack\w*", r"\bpackbits\b", r"\bbit[\s-]?mask\b"),
     present=PACKED_MASK_SELECT,
-    preconditions=[MASK_TILE_SELECT],
+    preconditions=[MASK_TILE_SELECT, ~POSITIONAL_MASK],
     subject=MASK_TILE_SELECT,
     env=Env(),
     payoff=mask_share_of_step,

@@ -27,6 +27,8 @@ def _masked_step(q, K, V, mask_ptrs, start_n, offs_n, offs_d, L, m_i, l_i, acc, 
 
 
 # skel: match index-computed-causal-mask
+# a mask built from positions is not for packing but for computing: bitpacked-attention-mask steps aside
+# skel: ok bitpacked-attention-mask
 @triton.jit
 def context_attn_bool_mask(Q, K, V, Mask, O, b_start_loc, b_seq_len, stride_qbs, stride_qh, stride_mm, sm_scale,
                            BLOCK_M: tl.constexpr, BLOCK_DMODEL: tl.constexpr, BLOCK_N: tl.constexpr):

@@ -78,15 +78,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, cast
 
-from skel.kernels.flow import (CallInfo, Flow, LoopInfo, Node, binary, comparison, flow_of, has_call, name_of, operands,
-                               walk)
+from skel.kernels.flow import (CallInfo, Flow, LoopInfo, Node, binary, comparison, flow_of, has_call, walk)
 from skel.skeletons.base import DOES_NOT_PAY, PAYS, UNKNOWN, Category, Env, Payoff, Skeleton
 from skel.skeletons.conditions import custom
 from skel.skeletons.predicates.addresses import tile_load_2d
-from skel.skeletons.predicates.host import own_launches
+from skel.skeletons.predicates.positional_masks import positional_mask_loads
 
 if TYPE_CHECKING:
-    from skel.kernels.model import KernelFacts, Launch
+    from skel.kernels.model import KernelFacts
     from skel.skeletons.base import Workload  # the floor re-exports the type (catalog modules import no kernels.workload)
 
 #: a byte mask's share of a step's K/V bytes, BLOCK_M / (4 D), at which dropping it pays (BLOCK_M = 32, D = 128)
@@ -98,20 +97,6 @@ _BLOCK_M = ("BLOCK_M", "BLOCK_SIZE_M", "BLOCK_Q", "BM", "BT")
 #: names the head dim goes by
 _HEAD_DIM = ("head_dim", "HEAD_DIM", "head_size", "HEAD_SIZE", "BLOCK_DMODEL", "BLOCK_D", "BLOCK_DK", "D", "Lk", "Lq",
              "BLOCK_HEADDIM")
-
-#: host calls that build a triangle or a band from positions (`torch.tril`, `ones(...).triu(1)`, `mask.tril_()`)
-_TRIANGLE_CALL = re.compile(r"(?:^|\.)(?:tril|triu)_?$")
-#: an argument written as a triangle or an index comparison at the launch
-_INDEX_TEXT = re.compile(r"\b(?:tril|triu)_?\s*\(|\barange\s*\(")
-#: host calls that make a mask no index comparison gives: random draws (a test's mask), packed or
-#: loaded masks, block-diagonal (document) masks and per-token segment ids spread over keys
-_CUSTOM_CALL = re.compile(r"(?:^|\.)(?:rand|rand_like|randint|randint_like|bernoulli|randperm|multinomial|packbits|"
-                          r"segment_packbits|block_diag|repeat_interleave|scatter_?|index_put_?)$|"
-                          r"^(?:torch|np|numpy)\.load$")
-#: names read by the launching function that say the mask carries more than positions
-_CUSTOM_NAME = re.compile(r"(?i)custom|tree|doc(?:ument)?_|document|segment|seq_?ids|padding|attn_mask|"
-                          r"attention_mask|mask_indptr")
-
 
 def _key_loop(fl: Flow, c: CallInfo) -> LoopInfo | None:
     """The innermost loop around ``c`` that also runs a `tl.dot` (an attention key loop)."""
@@ -185,80 +170,13 @@ def mask_tile_on_scores(k: KernelFacts) -> list[int] | None:
     return sorted({x for c, line in _mask_tiles(k) for x in (c.line, line)}) or None
 
 
-def _base_params(fl: Flow, k: KernelFacts, addr: Node) -> set[str]:
-    """The kernel parameters an address is based on: the names along its `+` chain, through
-    the names it is assigned from (`mask_ptrs = M + ...` then `mask_ptrs + start_n`)."""
-    params = {p.name for p in k.params if not p.constexpr}
-    out: set[str] = set()
-    todo, seen = [addr], set[str]()
-    while todo:
-        e = todo.pop()
-        if binary(e, "+"):
-            todo += list(operands(e))
-            continue
-        name = name_of(e)
-        if name is None or name in seen:
-            continue
-        seen.add(name)
-        if name in params:
-            out.add(name)
-        todo += [d.value for d in fl.defs.get(name, ())]
-    return out
-
-
-def _argument(k: KernelFacts, ln: Launch, param: str) -> str | None:
-    """What the launch passes for ``param`` (positional or keyword), as written."""
-    names = [p.name for p in k.params]
-    if param in ln.kwargs:
-        return ln.kwargs[param]
-    i = names.index(param) if param in names else -1
-    return ln.args[i] if 0 <= i < len(ln.args) else None
-
-
-#: an argument that is a local, maybe converted (`mask`, `mask.to(q.dtype)`, `mask.contiguous()`)
-_LOCAL_ARG = re.compile(r"([A-Za-z_]\w*)(?:\.(?:to|contiguous|float|half|bool|bfloat16|int)\([^()]*\))*")
-
-
-def _index_built(ln: Launch, arg: str) -> bool:
-    """The launching function builds ``arg`` from positions: written as a triangle or an index
-    comparison at the launch, or a local after a `tril`/`triu` call (in the function or in a
-    function of the same file it calls, `mask = _causal_mask(L)`), with no random draw, no
-    packed/segment builder and no caller's mask read in the function or its helpers."""
-    if any(_CUSTOM_CALL.search(c) for c in ln.host_calls):
-        return False
-    local = _LOCAL_ARG.fullmatch(arg.strip())
-    passed = local.group(1) if local else ""
-    if any(_CUSTOM_NAME.search(n) and n != passed for n in (*ln.host_names, *ln.helper_names)):
-        return False
-    if _INDEX_TEXT.search(arg):
-        return True
-    if not passed or passed == "self":
-        return False
-    return any(_TRIANGLE_CALL.search(c) for c in ln.calls_before) or \
-        bool({"tril", "triu", "tril_", "triu_"} & set(ln.helper_names))
-
-
 def index_built_mask(k: KernelFacts) -> list[int] | None:
     """Every launch of the kernel in its file passes, for a mask tile the scores read, a tensor
     its launching function builds from positions (`tril`/`triu`/`arange`); the launches' lines."""
     fl = flow_of(k)
-    tiles = _mask_tiles(k)
-    launches = own_launches(k)
-    if not fl.ok or not tiles or not launches:
+    if not fl.ok:
         return None
-    lines: list[int] = []
-    for c, _ in tiles:
-        addr = c.arg(0, "pointer")
-        params = _base_params(fl, k, addr) if addr is not None else set()
-        ok = True
-        for ln in launches:
-            args = [a for a in (_argument(k, ln, p) for p in params) if a is not None]
-            if not any(_index_built(ln, a) for a in args):
-                ok = False
-                break
-        if ok and params:
-            lines += [c.line] + [ln.line for ln in launches if ln.line]
-    return sorted(set(lines)) or None
+    return positional_mask_loads(fl, k, [c for c, _ in _mask_tiles(k)])
 
 
 _ROW = re.compile(r"\[:,None\]")
