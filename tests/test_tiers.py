@@ -96,10 +96,14 @@ def test_hard_preconditions_still_exclude(monkeypatch, tmp_path):
 
     res = _pdl_alone(monkeypatch, tmp_path)
     assert "launch-pdl" in [s.id for s in res.suggestions]
-    full = suggest(registry.fixture_path("launch-pdl"), None, kernel="prefill_row_sum_kernel", k=50)[0]
+    monkeypatch.undo()  # the whole catalog again (the full run below passed only where another test had run first)
+    # show_all: the tiers are under test, not the probability threshold (the near miss's p sits
+    # near 0.40 and moves with the evidence; under it, it is held back and no note names it)
+    full = suggest(registry.fixture_path("launch-pdl"), None, kernel="prefill_row_sum_kernel", k=50,
+                   show_all=True)[0]
     assert any(n.startswith("near misses left out") and "launch-pdl" in n for n in full.notes)
     (rocm,) = suggest(registry.fixture_path("launch-pdl"), None, kernel="prefill_row_sum_kernel", k=50,
-                      target=Target(backend="rocm"))
+                      target=Target(backend="rocm"), show_all=True)
     assert "launch-pdl" not in [s.id for s in rocm.suggestions], "needs CUDA: no near miss on ROCm"
     assert not any("launch-pdl" in n for n in rocm.notes), "nor a note"
     kernels = expectations.kernels_by_name(registry.fixture_path("launch-pdl"))

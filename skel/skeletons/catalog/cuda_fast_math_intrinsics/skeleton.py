@@ -208,12 +208,17 @@ def fast_math_pays(k: KernelFacts, wl: Workload) -> Payoff:
                   "that stay in L2, few bytes per element) — measure", "--shape elements=N (the largest tensor)")
 
 
+def _precise_loop_lines(k: KernelFacts) -> list[int]:
+    """Lines of the precise transcendental calls inside a loop."""
+    return [c.line for c in precise_loop_calls(k)]
+
+
 PRESENT = custom("sfu-intrinsics", "SFU intrinsics (`__expf`, `__logf`, `__powf`, `__sincosf`, `__fdividef`) or "
                  "`.approx` PTX", _fast)
 #: the subject: precise float transcendentals in a loop
 SUBJECT = custom("precise-transcendental-in-loop", "precise float transcendentals (`expf`, `logf`, `powf`, `sinf`/"
                  "`cosf`, `tanhf`) called inside a loop of a `__global__` kernel",
-                 lambda k: [c.line for c in precise_loop_calls(k)])
+                 _precise_loop_lines)
 ACCURACY_KERNEL = custom("accuracy-sensitive-kernel", "a loss, log-softmax, log-sum-exp or sampling kernel (by "
                          "name): its logs and exps need their ulps", _accuracy_named, signature=True)
 DOUBLE = custom("double-precision", "`double` values: the authors chose precision", _double) | \

@@ -299,12 +299,17 @@ def partial_accumulation_pays(k: KernelFacts, wl: Workload) -> Payoff:
                   f"{kind})", needs)
 
 
+def _running_sum_lines(k: KernelFacts) -> list[int]:
+    """Lines of the 16-bit running sums carried across a run-time loop."""
+    return [a.line for a, _, _ in carried_sums(k)]
+
+
 PRESENT = custom("fp32-flush", "a 16-bit partial sum converted into a float accumulator inside the loop "
                  "(`acc_f += __low2float(part) + __high2float(part)`)", _flushes)
 #: the subject: a 16-bit running sum carried across a run-time loop
 SUBJECT = custom("lowp-running-sum", "a `half`/`half2`/`bf16` accumulator declared before a run-time loop and "
                  "updated from itself inside it (`acc = __hfma2(w, x, acc)`)",
-                 lambda k: [a.line for a, _, _ in carried_sums(k)])
+                 _running_sum_lines)
 
 SKELETON = Skeleton(
     id="cuda-fp32-partial-accumulation",

@@ -258,6 +258,11 @@ def half2_pays(k: KernelFacts, wl: Workload) -> Payoff:
                   "--shape elements=N (the largest tensor)")
 
 
+def _scalar_half_lines(k: KernelFacts) -> list[int]:
+    """Lines of scalar 16-bit arithmetic on elements that could be paired."""
+    return [c.line for c in scalar_half_calls(k)]
+
+
 PRESENT = custom("packed-16bit-math", "`half2`/`__nv_bfloat162` values or packed intrinsics (`__hmul2`, `__hfma2`, "
                  "`__half2half2`, `__halves2half2`)", _packed) | \
     params_where(constexpr=False, where=_packed_param, name="packed-16bit-params",
@@ -265,7 +270,7 @@ PRESENT = custom("packed-16bit-math", "`half2`/`__nv_bfloat162` values or packed
 #: the subject: scalar 16-bit arithmetic on elements that could be paired
 SUBJECT = custom("scalar-16bit-math", "scalar fp16/bf16 arithmetic intrinsics (`__hmul`, `__hfma`, `hexp`) on "
                  "elements adjacent threads or a thread's unit-step loop read from global memory",
-                 lambda k: [c.line for c in scalar_half_calls(k)])
+                 _scalar_half_lines)
 
 SKELETON = Skeleton(
     id="cuda-half2-packed-math",
