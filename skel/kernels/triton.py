@@ -970,7 +970,9 @@ def _extract(module: cst.Module, source: str, path: str) -> list[KernelFacts]:
     hint = backend_hint(path, source)
     scope: dict[str, cst.CSTNode] = {**constant_nodes, **scan.functions}
     wraps = _WrapScan({f.name.value for f in kernels})
-    module.visit(wraps)
+    # a wrapper call names a kernel right after `)(`: files without one (nearly all) skip the walk
+    if re.search(r"\)\(\s*(?:" + "|".join(re.escape(n) for n in wraps.kernels) + r")\s*\)", source):
+        module.visit(wraps)
     for func in kernels:
         def_line, search_from = _find_def(lines, func.name.value, search_from)
         # one code-generation pass over the kernel alone gives every node's line and text;
